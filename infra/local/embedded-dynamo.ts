@@ -1,0 +1,71 @@
+import { mkdir } from 'node:fs/promises'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import {
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  DescribeTableCommand,
+  type DynamoDBClient,
+  ResourceNotFoundException,
+} from '@aws-sdk/client-dynamodb'
+import dynalite from 'dynalite'
+
+export const IN_MEMORY = ':memory:'
+
+export interface EmbeddedDynamo {
+  endpoint: string
+  close(): Promise<void>
+}
+
+/**
+ * dynalite (DynamoDB's API on LevelDB) in this process, on a random loopback port. With a data
+ * directory every acknowledged write is in LevelDB before the response; close() flushes it.
+ */
+export const startEmbeddedDynamo = async (dataDir: string): Promise<EmbeddedDynamo> => {
+  let path: string | undefined
+  if (dataDir !== IN_MEMORY) {
+    path = join(dataDir, 'dynamodb')
+    await mkdir(path, { recursive: true })
+  }
+  const server = dynalite({
+    ...(path ? { path } : {}),
+    createTableMs: 0,
+    deleteTableMs: 0,
+    updateTableMs: 0,
+  })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => resolve())
+  })
+  const { port } = server.address() as AddressInfo
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()))
+        // SDK clients keep connections alive; they must not hold the shutdown open.
+        server.closeIdleConnections()
+      }),
+  }
+}
+
+/** Creates a table if it does not exist yet (local and test tables only; CDK owns AWS tables). */
+export const ensureTable = async (
+  client: DynamoDBClient,
+  definition: CreateTableCommandInput,
+): Promise<void> => {
+  try {
+    await client.send(new DescribeTableCommand({ TableName: definition.TableName }))
+  } catch (error) {
+    if (!(error instanceof ResourceNotFoundException)) throw error
+    await client.send(new CreateTableCommand(definition))
+    for (let attempt = 0; attempt < 100; attempt += 1) {
+      const { Table } = await client.send(
+        new DescribeTableCommand({ TableName: definition.TableName }),
+      )
+      if (Table?.TableStatus === 'ACTIVE') return
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    throw new Error(`Table ${definition.TableName} did not become active`)
+  }
+}

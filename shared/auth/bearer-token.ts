@@ -1,0 +1,18 @@
+/**
+ * Reads `Authorization: Bearer <key>` (RFC 6750). The scheme is case-insensitive (RFC 9110),
+ * one or more spaces may separate it from the token, and surrounding white space is ignored.
+ * Anything else, including an oversized header, yields undefined, never an exception.
+ */
+export const MAX_AUTHORIZATION_LENGTH = 512
+
+const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i
+
+export const parseBearerToken = (header: string | undefined | null): string | undefined => {
+  if (typeof header !== 'string' || header.length > MAX_AUTHORIZATION_LENGTH) return undefined
+  return BEARER.exec(header.trim())?.[1]
+}
+
+/** API key values: what API Gateway accepts (at least 20 characters) in the bearer token alphabet. */
+export const API_KEY_PATTERN = /^[A-Za-z0-9\-._~+/=]{20,128}$/
+
+export const isWellFormedApiKey = (key: string): boolean => API_KEY_PATTERN.test(key)

@@ -1,0 +1,50 @@
+/**
+ * Usage plans and their limits (interface section 8, decisions.md "Rate limits").
+ * One table for the rate limiter, the authorizer, the local key store and the CDK usage plans.
+ */
+export const PLAN_NAMES = ['free', 'pro', 'business', 'enterprise'] as const
+export type PlanName = (typeof PLAN_NAMES)[number]
+
+export interface PlanLimits {
+  perMinute: number
+  perDay: number
+}
+
+/** Enterprise is "custom": this default applies unless configuration (CDK context, env) says otherwise. */
+export const DEFAULT_ENTERPRISE_LIMITS: PlanLimits = { perMinute: 5_000, perDay: 1_000_000 }
+
+export const PLAN_LIMITS: Record<PlanName, PlanLimits> = {
+  free: { perMinute: 60, perDay: 1_000 },
+  pro: { perMinute: 300, perDay: 10_000 },
+  business: { perMinute: 1_000, perDay: 100_000 },
+  enterprise: DEFAULT_ENTERPRISE_LIMITS,
+}
+
+/** Display names, as the usage plans are named in the AWS console. */
+export const PLAN_DISPLAY_NAMES: Record<PlanName, string> = {
+  free: 'Free',
+  pro: 'Pro',
+  business: 'Business',
+  enterprise: 'Enterprise',
+}
+
+export const isPlanName = (value: string): value is PlanName =>
+  (PLAN_NAMES as readonly string[]).includes(value)
+
+export const limitsFor = (
+  plan: PlanName,
+  enterprise: PlanLimits = DEFAULT_ENTERPRISE_LIMITS,
+): PlanLimits => (plan === 'enterprise' ? enterprise : PLAN_LIMITS[plan])
+
+/** Parses `perMinute/perDay`, e.g. `5000/1000000`, as used by env vars and CDK context. */
+export const parsePlanLimits = (text: string): PlanLimits => {
+  const match = /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(text)
+  const perMinute = Number(match?.[1])
+  const perDay = Number(match?.[2])
+  if (!match || !(perMinute >= 1) || !(perDay >= perMinute)) {
+    throw new Error(
+      `Invalid plan limits "${text}": expected "perMinute/perDay", e.g. "5000/1000000"`,
+    )
+  }
+  return { perMinute, perDay }
+}

@@ -1,0 +1,128 @@
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  type NativeAttributeValue,
+  PutCommand,
+  QueryCommand,
+  ScanCommand,
+} from '@aws-sdk/lib-dynamodb'
+import type { NewPet, Pet, PetStatus } from '../domain/pet-schema.ts'
+import type { IdAllocator } from './id-allocator.ts'
+import { PET_TABLE, petKey } from './table-schema.ts'
+
+export interface ListPetsOptions {
+  limit: number
+  status?: PetStatus | undefined
+  /** Id of the last pet of the previous page. */
+  afterId?: number | undefined
+}
+
+export interface PetPage {
+  pets: Pet[]
+  /** Id to continue after, when more pets exist. */
+  lastId: number | undefined
+}
+
+export interface PetRepositoryOptions {
+  client: DynamoDBDocumentClient
+  tableName: string
+  ids: IdAllocator
+}
+
+type Item = Record<string, NativeAttributeValue>
+
+/** Owns the pet table's keys, conditions and item mapping. */
+export class PetRepository {
+  readonly #client: DynamoDBDocumentClient
+  readonly #tableName: string
+  readonly #ids: IdAllocator
+
+  constructor({ client, tableName, ids }: PetRepositoryOptions) {
+    this.#client = client
+    this.#tableName = tableName
+    this.#ids = ids
+  }
+
+  async create(newPet: NewPet): Promise<Pet> {
+    const pet: Pet = { id: await this.#ids.next(), ...newPet }
+    await this.#client.send(
+      new PutCommand({
+        TableName: this.#tableName,
+        Item: { ...petKey(pet.id), ...pet, createdAt: new Date().toISOString() },
+        // Belt and braces: the allocator never repeats an id, and a put never overwrites a pet.
+        ConditionExpression: 'attribute_not_exists(#pk)',
+        ExpressionAttributeNames: { '#pk': PET_TABLE.partitionKey },
+      }),
+    )
+    return pet
+  }
+
+  async get(id: number): Promise<Pet | undefined> {
+    const result = await this.#client.send(
+      new GetCommand({ TableName: this.#tableName, Key: petKey(id), ConsistentRead: true }),
+    )
+    return result.Item ? toPet(result.Item) : undefined
+  }
+
+  /**
+   * One page. Reads one item past the page to know whether another page exists, so the last
+   * page never carries a cursor to an empty page. Filtered pages come from the status GSI in id
+   * order; unfiltered pages from a scan (order unspecified, every pet exactly once).
+   */
+  async list({ limit, status, afterId }: ListPetsOptions): Promise<PetPage> {
+    const wanted = limit + 1
+    const items: Item[] = []
+    let startKey: Item | undefined =
+      afterId === undefined ? undefined : this.#startKey(afterId, status)
+    do {
+      const page = await this.#client.send(
+        status === undefined
+          ? new ScanCommand({
+              TableName: this.#tableName,
+              // The counter item shares the table; only pet items are listed.
+              FilterExpression: 'begins_with(#pk, :petPrefix)',
+              ExpressionAttributeNames: { '#pk': PET_TABLE.partitionKey },
+              ExpressionAttributeValues: { ':petPrefix': PET_TABLE.petKeyPrefix },
+              ExclusiveStartKey: startKey,
+              Limit: wanted - items.length,
+            })
+          : new QueryCommand({
+              TableName: this.#tableName,
+              IndexName: PET_TABLE.statusIndex.name,
+              KeyConditionExpression: '#status = :status',
+              ExpressionAttributeNames: { '#status': PET_TABLE.statusIndex.partitionKey },
+              ExpressionAttributeValues: { ':status': status },
+              ExclusiveStartKey: startKey,
+              Limit: wanted - items.length,
+            }),
+      )
+      items.push(...(page.Items ?? []))
+      startKey = page.LastEvaluatedKey
+    } while (startKey !== undefined && items.length < wanted)
+
+    const pets = items.slice(0, limit).map(toPet)
+    const more = items.length > limit
+    return { pets, lastId: more ? pets.at(-1)?.id : undefined }
+  }
+
+  #startKey(afterId: number, status: PetStatus | undefined): Item {
+    return status === undefined
+      ? petKey(afterId)
+      : {
+          ...petKey(afterId),
+          [PET_TABLE.statusIndex.partitionKey]: status,
+          [PET_TABLE.statusIndex.sortKey]: afterId,
+        }
+  }
+}
+
+/** Numbers arrive wrapped (see dynamo-client), so categoryId keeps every int64 digit. */
+const toPet = (item: Item): Pet => {
+  const pet: Pet = {
+    id: Number(String(item.id)),
+    name: String(item.name),
+    categoryId: BigInt(String(item.categoryId)),
+  }
+  if (typeof item.status === 'string') pet.status = item.status as PetStatus
+  return pet
+}

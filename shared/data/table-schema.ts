@@ -1,0 +1,53 @@
+import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb'
+
+/**
+ * Key design of the pet table, shared by the repository, the local bootstrap and the CDK stack.
+ * Pets live at `pk = PET#<id>`; the id counter at `pk = COUNTER#pet`. The status GSI is sparse:
+ * pets without a status are not in it, so they appear only in unfiltered lists.
+ */
+export const PET_TABLE = {
+  partitionKey: 'pk',
+  statusIndex: { name: 'status-id-index', partitionKey: 'status', sortKey: 'id' },
+  petKeyPrefix: 'PET#',
+  idCounterKey: 'COUNTER#pet',
+} as const
+
+export const petKey = (id: number): { pk: string } => ({ pk: `${PET_TABLE.petKeyPrefix}${id}` })
+
+/** CreateTable input for local and test tables (the CDK stack declares the same keys). */
+export const petTableDefinition = (tableName: string): CreateTableCommandInput => ({
+  TableName: tableName,
+  BillingMode: 'PAY_PER_REQUEST',
+  AttributeDefinitions: [
+    { AttributeName: PET_TABLE.partitionKey, AttributeType: 'S' },
+    { AttributeName: PET_TABLE.statusIndex.partitionKey, AttributeType: 'S' },
+    { AttributeName: PET_TABLE.statusIndex.sortKey, AttributeType: 'N' },
+  ],
+  KeySchema: [{ AttributeName: PET_TABLE.partitionKey, KeyType: 'HASH' }],
+  GlobalSecondaryIndexes: [
+    {
+      IndexName: PET_TABLE.statusIndex.name,
+      KeySchema: [
+        { AttributeName: PET_TABLE.statusIndex.partitionKey, KeyType: 'HASH' },
+        { AttributeName: PET_TABLE.statusIndex.sortKey, KeyType: 'RANGE' },
+      ],
+      Projection: { ProjectionType: 'ALL' },
+    },
+  ],
+})
+
+/**
+ * Rate-limit counters live in a table of their own (no pet scan ever reads them), one item
+ * per key and window, removed by DynamoDB TTL on `expiresAt` (Unix seconds) after the window.
+ */
+export const RATE_LIMIT_TABLE = {
+  partitionKey: 'pk',
+  ttlAttribute: 'expiresAt',
+} as const
+
+export const rateLimitTableDefinition = (tableName: string): CreateTableCommandInput => ({
+  TableName: tableName,
+  BillingMode: 'PAY_PER_REQUEST',
+  AttributeDefinitions: [{ AttributeName: RATE_LIMIT_TABLE.partitionKey, AttributeType: 'S' }],
+  KeySchema: [{ AttributeName: RATE_LIMIT_TABLE.partitionKey, KeyType: 'HASH' }],
+})

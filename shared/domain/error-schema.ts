@@ -1,0 +1,14 @@
+import { z } from 'zod'
+import { ERROR_STATUS, type ErrorCode } from '../errors/error-codes.ts'
+
+const ERROR_CODES = Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]
+
+/** The Error body every error response carries (interface section 7, decisions.md "Errors"). */
+export const ErrorSchema = z.object({
+  code: z.enum(ERROR_CODES),
+  message: z.string(),
+  status: z.number().int(),
+  details: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+  requestId: z.string().optional(),
+})
+export type ErrorBody = z.infer<typeof ErrorSchema>

@@ -1,0 +1,29 @@
+import type { APIGatewayProxyResult } from 'aws-lambda'
+import type { HttpError } from '../errors/http-error.ts'
+import { stringifyJson } from './json-codec.ts'
+
+export type HttpResponse = APIGatewayProxyResult & { headers: Record<string, string> }
+
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
+
+export const jsonResponse = (
+  statusCode: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): HttpResponse => ({
+  statusCode,
+  headers: { 'Content-Type': JSON_CONTENT_TYPE, ...headers },
+  body: stringifyJson(body),
+})
+
+/** The Error body of decisions.md: `{code, message, status}` plus optional details and requestId. */
+export const errorBody = (error: HttpError, requestId?: string) => ({
+  code: error.code,
+  message: error.message,
+  status: error.status,
+  ...(error.details ? { details: error.details } : {}),
+  ...(requestId ? { requestId } : {}),
+})
+
+export const errorResponse = (error: HttpError, requestId?: string): HttpResponse =>
+  jsonResponse(error.status, errorBody(error, requestId), error.headers)

@@ -1,0 +1,33 @@
+import type { RouteDeprecation } from '../config/routes-config.ts'
+import { HttpError } from '../errors/http-error.ts'
+import { baseUrlOf } from '../http/http-headers.ts'
+import type { Clock } from '../time/clock.ts'
+import type { ApiMiddleware } from './http-types.ts'
+import { addResponseHeaders } from './response-headers-middleware.ts'
+
+/**
+ * Marks every response of a deprecated operation (Deprecation, RFC 9745; Sunset, RFC 8594;
+ * successor Link) and answers 410 gone from the sunset instant on.
+ */
+export const deprecationMiddleware = (
+  deprecation: RouteDeprecation,
+  clock: Clock,
+): ApiMiddleware => {
+  const deprecatedAt = Date.parse(deprecation.deprecatedAt)
+  const sunsetAt = Date.parse(deprecation.sunsetAt)
+  const sunset = new Date(sunsetAt).toUTCString()
+  return {
+    before: (request) => {
+      addResponseHeaders(request, {
+        Deprecation: `@${Math.floor(deprecatedAt / 1000)}`,
+        Sunset: sunset,
+        Link: `<${baseUrlOf(request.event)}${deprecation.successorPath}>; rel="successor-version"`,
+      })
+      if (clock() >= sunsetAt) {
+        throw new HttpError('gone', {
+          message: `This operation was removed on ${sunset}; use GET ${deprecation.successorPath} instead.`,
+        })
+      }
+    },
+  }
+}

@@ -1,0 +1,33 @@
+import { isDatastoreUnavailable } from '../errors/datastore-errors.ts'
+import { HttpError, isHttpError, retryAfterHeaders } from '../errors/http-error.ts'
+import { errorResponse } from '../http/http-response.ts'
+import type { AppLogger } from '../observability/logger.ts'
+import type { ApiMiddleware } from './http-types.ts'
+
+/**
+ * The one error path: HttpErrors render as the Error body; datastore outages become 503 with
+ * Retry-After; anything else is logged with the request id and answered as a generic 500 that
+ * leaks no internals.
+ */
+export const errorHandlerMiddleware = ({
+  logger,
+}: {
+  logger: AppLogger
+}): ApiMiddleware<never> => ({
+  onError: (request) => {
+    if (request.response !== undefined) return
+    const { error } = request
+    const requestId = request.event?.requestContext?.requestId ?? request.context?.awsRequestId
+    let httpError: HttpError
+    if (isHttpError(error)) {
+      httpError = error
+    } else if (isDatastoreUnavailable(error)) {
+      logger.warn('Datastore unavailable', { error, requestId })
+      httpError = new HttpError('service_unavailable', { headers: retryAfterHeaders(1) })
+    } else {
+      logger.error('Unhandled error', { error, requestId })
+      httpError = new HttpError('internal_error')
+    }
+    request.response = errorResponse(httpError, requestId)
+  },
+})

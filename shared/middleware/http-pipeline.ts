@@ -1,0 +1,30 @@
+import middy from '@middy/core'
+import type { Context } from 'aws-lambda'
+import type { HttpResponse } from '../http/http-response.ts'
+import type { AppLogger } from '../observability/logger.ts'
+import { errorHandlerMiddleware } from './error-handler-middleware.ts'
+import type { ApiEvent, ApiMiddleware } from './http-types.ts'
+import { responseHeadersMiddleware } from './response-headers-middleware.ts'
+
+export interface HttpPipelineOptions {
+  logger: AppLogger
+  /** Observability (logger context, metrics, tracing): outermost, sees every outcome. */
+  observability?: ApiMiddleware<never>[]
+  /** Rate limiting: runs before the request middlewares, adds its headers to every response. */
+  rateLimit?: ApiMiddleware<never>
+}
+
+/**
+ * The middleware chain every operation shares. Order matters: middy runs `onError` in reverse
+ * order of registration, so the error handler (registered last here) renders the error first,
+ * then the rate limiter and the response-header merge decorate whatever response was made.
+ * Each function adds its own request middlewares (body parsing, validation) and its handler.
+ */
+export const httpPipeline = <TInput>(options: HttpPipelineOptions) => {
+  const pipeline = middy<ApiEvent<TInput>, HttpResponse, Error, Context>()
+  for (const middleware of options.observability ?? []) pipeline.use(middleware)
+  pipeline.use(responseHeadersMiddleware())
+  if (options.rateLimit) pipeline.use(options.rateLimit)
+  pipeline.use(errorHandlerMiddleware({ logger: options.logger }))
+  return pipeline
+}

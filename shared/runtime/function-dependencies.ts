@@ -1,0 +1,37 @@
+import { optionalEnv, requireEnv } from '../config/env-config.ts'
+import type { OperationId } from '../config/routes-config.ts'
+import { CursorCodec } from '../data/cursor-codec.ts'
+import { createDocumentClient, dynamoConfigFromEnv } from '../data/dynamo-client.ts'
+import { BlockIdAllocator } from '../data/id-allocator.ts'
+import { PetRepository } from '../data/pet-repository.ts'
+import type { HttpPipelineOptions } from '../middleware/http-pipeline.ts'
+import { logger } from '../observability/logger.ts'
+import { type Clock, systemClock } from '../time/clock.ts'
+
+export interface PetFunctionDependencies extends HttpPipelineOptions {
+  operationId: OperationId
+  pets: PetRepository
+  cursors: CursorCodec
+  clock: Clock
+}
+
+/**
+ * Everything a pet function needs, built once per process from its environment. Called at
+ * module scope by each `*-lambda.ts` entry, so a missing variable fails the cold start.
+ */
+export const petFunctionDependencies = (
+  operationId: OperationId,
+  env: NodeJS.ProcessEnv = process.env,
+): PetFunctionDependencies => {
+  const tableName = requireEnv('TABLE_NAME', env)
+  const client = createDocumentClient(dynamoConfigFromEnv(env))
+  const blockSize = Number(optionalEnv('ID_BLOCK_SIZE', env) ?? 50)
+  const ids = new BlockIdAllocator({ client, tableName, blockSize })
+  return {
+    operationId,
+    logger,
+    clock: systemClock,
+    pets: new PetRepository({ client, tableName, ids }),
+    cursors: new CursorCodec(optionalEnv('CURSOR_SECRET', env) ?? `petstore-cursor:${tableName}`),
+  }
+}

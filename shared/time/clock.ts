@@ -1,0 +1,9 @@
+/** Milliseconds since the epoch. Injected everywhere time matters so tests can move it. */
+export type Clock = () => number
+
+export const systemClock: Clock = () => Date.now()
+
+export const fixedClock =
+  (epochMs: number): Clock =>
+  () =>
+    epochMs
