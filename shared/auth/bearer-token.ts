@@ -16,3 +16,6 @@ export const parseBearerToken = (header: string | undefined | null): string | un
 export const API_KEY_PATTERN = /^[A-Za-z0-9\-._~+/=]{20,128}$/
 
 export const isWellFormedApiKey = (key: string): boolean => API_KEY_PATTERN.test(key)
+
+/** RFC 6750 challenge sent with every 401, by the local gateway and the deployed gateway responses. */
+export const BEARER_CHALLENGE = 'Bearer realm="petstore"'

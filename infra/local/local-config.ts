@@ -1,0 +1,80 @@
+import { isWellFormedApiKey } from '../../shared/auth/bearer-token.ts'
+import {
+  DEFAULT_ENTERPRISE_LIMITS,
+  isPlanName,
+  PLAN_NAMES,
+  type PlanLimits,
+  type PlanName,
+  parsePlanLimits,
+} from '../../shared/config/plans-config.ts'
+
+/** The local mode contract of decisions.md ("Local mode contract"). */
+export interface LocalConfig {
+  port: number
+  host: string
+  /** Directory for the embedded DynamoDB and the key file, or ':memory:'. */
+  dataDir: string
+  apiKeys: { plan: PlanName; key: string }[]
+  /** An external DynamoDB endpoint instead of the embedded one. */
+  dynamoEndpoint: string | undefined
+  enterpriseLimits: PlanLimits
+}
+
+export class LocalConfigError extends Error {
+  override name = 'LocalConfigError'
+}
+
+const parsePort = (text: string): number => {
+  if (!/^\d+$/.test(text) || Number(text) > 65535) {
+    throw new LocalConfigError(`PORT must be a port number from 0 to 65535, got "${text}"`)
+  }
+  return Number(text)
+}
+
+const parseApiKeys = (text: string): LocalConfig['apiKeys'] =>
+  text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry.length > 0)
+    .map((entry) => {
+      const separator = entry.indexOf(':')
+      const plan = entry.slice(0, separator).trim().toLowerCase()
+      const key = entry.slice(separator + 1).trim()
+      if (separator < 0 || !isPlanName(plan)) {
+        throw new LocalConfigError(
+          `PETSTORE_API_KEYS entries must be plan:key with plan one of ${PLAN_NAMES.join(', ')}; got "${entry.slice(0, 20)}..."`,
+        )
+      }
+      if (!isWellFormedApiKey(key)) {
+        throw new LocalConfigError(
+          `PETSTORE_API_KEYS: the ${plan} key must be 20 to 128 characters of A-Z a-z 0-9 - . _ ~ + / =`,
+        )
+      }
+      return { plan, key }
+    })
+
+export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConfig => {
+  const endpoint = env.DYNAMODB_ENDPOINT?.trim() || undefined
+  if (endpoint !== undefined && !URL.canParse(endpoint)) {
+    throw new LocalConfigError(
+      `DYNAMODB_ENDPOINT must be a URL such as http://127.0.0.1:8000, got "${endpoint}"`,
+    )
+  }
+  let enterpriseLimits = DEFAULT_ENTERPRISE_LIMITS
+  if (env.ENTERPRISE_LIMITS?.trim()) {
+    try {
+      enterpriseLimits = parsePlanLimits(env.ENTERPRISE_LIMITS)
+    } catch (error) {
+      throw new LocalConfigError(`ENTERPRISE_LIMITS: ${(error as Error).message}`)
+    }
+  }
+  const host = env.HOST?.trim() || '127.0.0.1'
+  return {
+    port: parsePort(env.PORT?.trim() || '3000'),
+    host,
+    dataDir: env.PETSTORE_DATA_DIR?.trim() || '.petstore',
+    apiKeys: parseApiKeys(env.PETSTORE_API_KEYS ?? ''),
+    dynamoEndpoint: endpoint,
+    enterpriseLimits,
+  }
+}

@@ -1,0 +1,282 @@
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
+import type {
+  APIGatewayAuthorizerResult,
+  APIGatewayProxyEvent,
+  APIGatewayProxyResult,
+  APIGatewayTokenAuthorizerEvent,
+  Context,
+} from 'aws-lambda'
+import { BEARER_CHALLENGE } from '../../shared/auth/bearer-token.ts'
+import { API_VERSION_PATH, ROUTES, type Route } from '../../shared/config/routes-config.ts'
+import { HttpError } from '../../shared/errors/http-error.ts'
+import { errorResponse } from '../../shared/http/http-response.ts'
+
+/**
+ * A thin emulation of the deployed API Gateway REST API: route matching from the shared route
+ * table, the TOKEN authorizer in front of every route, REST (payload v1) proxy events, and the
+ * gateway responses the CDK stack configures (401 unauthorized, 404 route_not_found, 413, 500).
+ * It holds no business logic: every answer past the gateway comes from the Lambda handlers.
+ */
+export type ProxyHandler = (
+  event: APIGatewayProxyEvent,
+  context: Context,
+) => Promise<APIGatewayProxyResult>
+export type TokenAuthorizer = (
+  event: APIGatewayTokenAuthorizerEvent,
+  context: Context,
+) => Promise<APIGatewayAuthorizerResult>
+
+export interface LocalGatewayOptions {
+  handlers: Record<Route['operationId'], ProxyHandler>
+  authorizer: TokenAuthorizer
+  stage?: string
+  /** Called for failures of the gateway itself (never with request secrets). */
+  onError?: (message: string, error: unknown) => void
+}
+
+/** API Gateway's own payload limit; the functions enforce the API's 16 KiB limit. */
+const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024
+const ACCOUNT_ID = '000000000000'
+const API_ID = 'local'
+const FUNCTION_TIMEOUT_MS = 10_000
+
+interface CompiledRoute {
+  route: Route
+  resource: string
+  pattern: RegExp
+  parameterNames: string[]
+}
+
+const compile = (route: Route): CompiledRoute => {
+  const resource = `${API_VERSION_PATH}${route.path}`
+  const parameterNames: string[] = []
+  const source = resource
+    .split('/')
+    .map((segment) => {
+      const parameter = /^\{(\w+)\}$/.exec(segment)
+      if (!parameter?.[1]) return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+      parameterNames.push(parameter[1])
+      return '([^/]+)'
+    })
+    .join('/')
+  return { route, resource, pattern: new RegExp(`^${source}$`), parameterNames }
+}
+
+const COMPILED = ROUTES.map(compile)
+
+const send = (res: ServerResponse, result: APIGatewayProxyResult, requestId: string): void => {
+  const body = result.isBase64Encoded
+    ? Buffer.from(result.body, 'base64')
+    : Buffer.from(result.body ?? '')
+  res.statusCode = result.statusCode
+  for (const [name, value] of Object.entries(result.headers ?? {}))
+    res.setHeader(name, String(value))
+  for (const [name, values] of Object.entries(result.multiValueHeaders ?? {}))
+    res.setHeader(name, values.map(String))
+  res.setHeader('x-amzn-RequestId', requestId)
+  res.setHeader('Content-Length', body.length)
+  res.end(body)
+}
+
+const readBody = (req: IncomingMessage): Promise<Buffer | undefined> =>
+  new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    let tooLarge = false
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length
+      if (size > GATEWAY_MAX_BODY_BYTES) tooLarge = true
+      else chunks.push(chunk)
+    })
+    req.on('end', () => resolve(tooLarge ? undefined : Buffer.concat(chunks)))
+    req.on('error', reject)
+  })
+
+/**
+ * Headers as API Gateway passes them: the client's spelling, last value wins in `headers`, and
+ * the X-Forwarded-* headers the gateway adds (functions build absolute links from them).
+ */
+const headersOf = (req: IncomingMessage) => {
+  const headers: Record<string, string> = {}
+  const multiValueHeaders: Record<string, string[]> = {}
+  const put = (name: string, value: string) => {
+    headers[name] = value
+    multiValueHeaders[name] = [...(multiValueHeaders[name] ?? []), value]
+  }
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i] as string
+    if (/^x-forwarded-(proto|port|for)$/i.test(name)) continue
+    put(name, req.rawHeaders[i + 1] as string)
+  }
+  put('X-Forwarded-For', req.socket.remoteAddress ?? '127.0.0.1')
+  put('X-Forwarded-Port', String(req.socket.localPort ?? ''))
+  put('X-Forwarded-Proto', 'http')
+  return { headers, multiValueHeaders }
+}
+
+const queryOf = (url: URL) => {
+  if (url.searchParams.size === 0) return { single: null, multi: null }
+  const single: Record<string, string> = {}
+  const multi: Record<string, string[]> = {}
+  for (const [name, value] of url.searchParams) {
+    single[name] = value
+    multi[name] = [...(multi[name] ?? []), value]
+  }
+  return { single, multi }
+}
+
+const lambdaContext = (functionName: string, requestId: string): Context => {
+  const deadline = Date.now() + FUNCTION_TIMEOUT_MS
+  return {
+    callbackWaitsForEmptyEventLoop: true,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:${ACCOUNT_ID}:function:${functionName}`,
+    memoryLimitInMB: '256',
+    awsRequestId: requestId,
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  }
+}
+
+const unauthorized = () =>
+  new HttpError('unauthorized', { headers: { 'WWW-Authenticate': BEARER_CHALLENGE } })
+
+const gatewayError = (error: HttpError, requestId: string): APIGatewayProxyResult =>
+  errorResponse(error, requestId)
+
+export const createLocalGateway = ({
+  handlers,
+  authorizer,
+  stage = 'local',
+  onError = () => undefined,
+}: LocalGatewayOptions): RequestListener => {
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const requestId = randomUUID()
+    const url = new URL(req.url ?? '/', 'http://local')
+    const method = (req.method ?? 'GET').toUpperCase()
+    const body = await readBody(req)
+    if (body === undefined)
+      return send(res, gatewayError(new HttpError('payload_too_large'), requestId), requestId)
+
+    // Unknown paths and methods: API Gateway's MISSING_AUTHENTICATION_TOKEN, answered before auth.
+    let match: { compiled: CompiledRoute; values: string[] } | undefined
+    for (const compiled of COMPILED) {
+      const found = compiled.pattern.exec(url.pathname)
+      if (found && compiled.route.method === method) match = { compiled, values: found.slice(1) }
+    }
+    if (!match)
+      return send(res, gatewayError(new HttpError('route_not_found'), requestId), requestId)
+    const { route, resource, parameterNames } = match.compiled
+
+    const { headers, multiValueHeaders } = headersOf(req)
+    const authorization = req.headers.authorization
+    if (!authorization) return send(res, gatewayError(unauthorized(), requestId), requestId)
+
+    let authorized: APIGatewayAuthorizerResult
+    try {
+      authorized = await authorizer(
+        {
+          type: 'TOKEN',
+          authorizationToken: authorization,
+          methodArn: `arn:aws:execute-api:local:${ACCOUNT_ID}:${API_ID}/${stage}/${method}${resource}`,
+        },
+        lambdaContext('authorizer', randomUUID()),
+      )
+    } catch (error) {
+      if ((error as Error)?.message === 'Unauthorized') {
+        return send(res, gatewayError(unauthorized(), requestId), requestId)
+      }
+      onError('Authorizer failed', error)
+      return send(res, gatewayError(new HttpError('internal_error'), requestId), requestId)
+    }
+    const allowed = authorized.policyDocument.Statement.some(
+      (statement) => statement.Effect === 'Allow',
+    )
+    if (!allowed) return send(res, gatewayError(unauthorized(), requestId), requestId)
+
+    let pathParameters: Record<string, string> | null = null
+    if (parameterNames.length > 0) {
+      pathParameters = {}
+      parameterNames.forEach((name, index) => {
+        ;(pathParameters as Record<string, string>)[name] = decodeURIComponent(
+          match.values[index] ?? '',
+        )
+      })
+    }
+    const query = queryOf(url)
+    const event: APIGatewayProxyEvent = {
+      resource,
+      path: url.pathname,
+      httpMethod: method,
+      headers,
+      multiValueHeaders,
+      queryStringParameters: query.single,
+      multiValueQueryStringParameters: query.multi,
+      pathParameters,
+      stageVariables: null,
+      body: body.length > 0 ? body.toString('utf8') : null,
+      isBase64Encoded: false,
+      requestContext: {
+        accountId: ACCOUNT_ID,
+        apiId: API_ID,
+        authorizer: {
+          ...authorized.context,
+          principalId: authorized.principalId,
+          integrationLatency: 0,
+        },
+        httpMethod: method,
+        identity: {
+          accessKey: null,
+          accountId: null,
+          apiKey: null,
+          apiKeyId: null,
+          caller: null,
+          clientCert: null,
+          cognitoAuthenticationProvider: null,
+          cognitoAuthenticationType: null,
+          cognitoIdentityId: null,
+          cognitoIdentityPoolId: null,
+          principalOrgId: null,
+          sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+          user: null,
+          userAgent: req.headers['user-agent'] ?? null,
+          userArn: null,
+        },
+        path: url.pathname,
+        protocol: `HTTP/${req.httpVersion}`,
+        requestId,
+        requestTimeEpoch: Date.now(),
+        resourceId: route.operationId,
+        resourcePath: resource,
+        stage,
+      },
+    }
+    let result: APIGatewayProxyResult
+    try {
+      result = await handlers[route.operationId](
+        event,
+        lambdaContext(route.functionName, randomUUID()),
+      )
+    } catch (error) {
+      // A function that throws past its error middleware: API Gateway's DEFAULT_5XX.
+      onError(`Function ${route.functionName} failed`, error)
+      result = gatewayError(new HttpError('internal_error'), requestId)
+    }
+    send(res, result, requestId)
+  }
+
+  return (req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      onError('Local gateway failed', error)
+      if (!res.headersSent)
+        send(res, gatewayError(new HttpError('internal_error'), 'local'), 'local')
+      else res.destroy()
+    })
+  }
+}
