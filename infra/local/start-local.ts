@@ -36,8 +36,6 @@ export const LOCAL_TABLES = {
   rateLimits: 'petstore-local-rate-limits',
 }
 
-const out = (line = '') => process.stdout.write(`${line}\n`)
-
 /** Keys to accept; creates one per plan when none exist anywhere (decisions.md). */
 const prepareKeys = async (config: LocalConfig) => {
   const keyFile = config.dataDir === IN_MEMORY ? undefined : keyFilePath(config.dataDir)
@@ -166,26 +164,30 @@ const main = async () => {
     throw error
   }
 
-  out(`Pet store API listening at ${local.baseUrl}`)
-  out(
+  // One write, so whoever reads the banner (people, scripts, tests) gets it whole.
+  const banner = [
+    `Pet store API listening at ${local.baseUrl}`,
     `DynamoDB: ${local.embedded ? `embedded, data in ${config.dataDir === IN_MEMORY ? 'memory (not kept)' : resolve(config.dataDir)}` : local.endpoint}`,
-  )
-  out('API keys (send as "Authorization: Bearer <key>"):')
-  for (const entry of local.keys.created) out(`  ${entry.plan.padEnd(10)} ${entry.key}   (new)`)
-  for (const entry of config.apiKeys)
-    out(`  ${entry.plan.padEnd(10)} from PETSTORE_API_KEYS (id ${keyFingerprint(entry.key)})`)
-  if (local.keys.keyFile && local.keys.activeFileKeys.length > 0) {
-    out(
-      `  ${local.keys.activeFileKeys.length} key(s) in ${resolve(local.keys.keyFile)}: npm run keys -- list`,
-    )
-  }
-  out(`Try: curl -H "Authorization: Bearer <key>" ${local.baseUrl}/pets`)
+    'API keys (send as "Authorization: Bearer <key>"):',
+    ...local.keys.created.map((entry) => `  ${entry.plan.padEnd(10)} ${entry.key}   (new)`),
+    ...config.apiKeys.map(
+      (entry) =>
+        `  ${entry.plan.padEnd(10)} from PETSTORE_API_KEYS (id ${keyFingerprint(entry.key)})`,
+    ),
+    ...(local.keys.keyFile && local.keys.activeFileKeys.length > 0
+      ? [
+          `  ${local.keys.activeFileKeys.length} key(s) in ${resolve(local.keys.keyFile)}: npm run keys -- list`,
+        ]
+      : []),
+    `Try: curl -H "Authorization: Bearer <key>" ${local.baseUrl}/pets`,
+  ]
+  process.stdout.write(`${banner.join('\n')}\n`)
 
   let stopping = false
   const shutdown = (signal: string) => {
     if (stopping) return
     stopping = true
-    out(`Received ${signal}, shutting down`)
+    process.stdout.write(`Received ${signal}, shutting down\n`)
     local.stop().then(
       () => process.exit(0),
       (error: unknown) => {

@@ -1,0 +1,143 @@
+import { execFile } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { afterAll, describe, expect, it } from 'vitest'
+import { PLAN_NAMES } from '../../shared/config/plans-config.ts'
+import { apiClient, ROOT, runLocalServerToExit, startLocalServer } from '../support/local-server.ts'
+
+/** `npm start` as an operator meets it: start-up output, configuration errors, restarts, the key CLI. */
+const run = promisify(execFile)
+const dirs: string[] = []
+const tempDir = async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'petstore-e2e-'))
+  dirs.push(dir)
+  return dir
+}
+afterAll(async () => {
+  await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })))
+})
+
+const keysCli = (dataDir: string, ...args: string[]) =>
+  run(process.execPath, ['--import', 'tsx', 'infra/local/keys-cli.ts', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, PETSTORE_DATA_DIR: dataDir },
+  })
+
+describe('local server', () => {
+  it('keeps pets across a restart on the same data directory, and never reuses an id', async () => {
+    const dataDir = await tempDir()
+    const env = {
+      PETSTORE_DATA_DIR: dataDir,
+      PETSTORE_API_KEYS: 'enterprise:restart-key-0123456789abcdef',
+    }
+    const first = await startLocalServer(env)
+    const api = apiClient(first.baseUrl, 'restart-key-0123456789abcdef')
+    const created = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        api.post<{ id: number }>('/pets', {
+          name: `Keeper ${i}`,
+          categoryId: i,
+          status: 'available',
+        }),
+      ),
+    )
+    expect(created.every((response) => response.status === 201)).toBe(true)
+    expect(await first.stop('SIGTERM')).toBe(0)
+
+    const second = await startLocalServer(env)
+    try {
+      const again = apiClient(second.baseUrl, 'restart-key-0123456789abcdef')
+      for (const response of created) {
+        const fetched = await again.get(`/pets/${response.json.id}`)
+        expect(fetched.status).toBe(200)
+        expect(fetched.json).toEqual(response.json)
+      }
+      const next = await again.post<{ id: number }>('/pets', {
+        name: 'After restart',
+        categoryId: 1,
+      })
+      expect(next.status).toBe(201)
+      expect(created.map((response) => response.json.id)).not.toContain(next.json.id)
+    } finally {
+      expect(await second.stop('SIGINT')).toBe(0)
+    }
+  })
+
+  it('creates and prints one key per plan when none exist, and they work', async () => {
+    const server = await startLocalServer({ PETSTORE_DATA_DIR: ':memory:', PETSTORE_API_KEYS: '' })
+    try {
+      expect(server.output()).toContain(`listening at ${server.baseUrl}`)
+      for (const plan of PLAN_NAMES) {
+        const key = new RegExp(`^\\s+${plan}\\s+(\\S+)\\s+\\(new\\)`, 'm').exec(
+          server.output(),
+        )?.[1]
+        expect(key, `a ${plan} key is printed`).toBeTruthy()
+        expect((await apiClient(server.baseUrl, key).get('/pets')).status).toBe(200)
+      }
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('does not print keys given in PETSTORE_API_KEYS', async () => {
+    const key = 'secret-given-key-0123456789abcdef'
+    const server = await startLocalServer({ PETSTORE_API_KEYS: `pro:${key}` })
+    try {
+      expect(server.output()).not.toContain(key)
+      expect(server.output()).toMatch(/pro\s+from PETSTORE_API_KEYS/)
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('manages keys with `npm run keys` while the server runs', async () => {
+    const dataDir = await tempDir()
+    const server = await startLocalServer({ PETSTORE_DATA_DIR: dataDir, PETSTORE_API_KEYS: '' })
+    try {
+      const created = await keysCli(dataDir, 'create', '--plan', 'business')
+      const key = created.stdout.trim()
+      expect(key).toMatch(/^business-/)
+      const api = apiClient(server.baseUrl, key)
+      expect((await api.get('/pets')).status).toBe(200)
+      const listed = await keysCli(dataDir, 'list')
+      expect(listed.stdout).toContain(key)
+      await keysCli(dataDir, 'revoke', key)
+      expect((await api.get('/pets')).status).toBe(401)
+      await expect(keysCli(dataDir, 'create', '--plan', 'gold')).rejects.toMatchObject({ code: 2 })
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('exits non-zero with a clear message when the port is taken', async () => {
+    const blocker = createServer()
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve))
+    const port = (blocker.address() as { port: number }).port
+    try {
+      const result = await runLocalServerToExit({ PORT: String(port) })
+      expect(result.code).not.toBe(0)
+      expect(result.output).toContain(`cannot listen on 127.0.0.1:${port}`)
+    } finally {
+      blocker.close()
+    }
+  })
+
+  it.each([
+    ['PORT', 'abc', 'PORT must be a port number'],
+    [
+      'PETSTORE_API_KEYS',
+      'gold:abcdefghijklmnopqrstuvwxyz',
+      'PETSTORE_API_KEYS entries must be plan:key',
+    ],
+    ['PETSTORE_API_KEYS', 'free:short', 'the free key must be 20 to 128 characters'],
+    ['DYNAMODB_ENDPOINT', 'not a url', 'DYNAMODB_ENDPOINT must be a URL'],
+  ])('exits non-zero with a clear message for a malformed %s', async (name, value, message) => {
+    const result = await runLocalServerToExit({ [name]: value })
+    expect(result.code).not.toBe(0)
+    expect(result.output).toContain(message)
+    expect(result.output).not.toContain('    at ')
+  })
+})

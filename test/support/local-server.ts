@@ -1,0 +1,129 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { dirname, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
+
+export interface LocalServer {
+  baseUrl: string
+  process: ChildProcess
+  output(): string
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>
+}
+
+/** Runs the local API exactly as `npm start` does, as a child process on a random port. */
+export const startLocalServer = (env: Record<string, string> = {}): Promise<LocalServer> => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/start-local.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', PETSTORE_DATA_DIR: ':memory:', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString()
+  })
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString()
+  })
+  const exited = new Promise<number | null>((resolveExit) =>
+    child.once('exit', (code) => resolveExit(code)),
+  )
+  return new Promise((resolveStart, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`local server did not start in time:\n${output}`))
+    }, 45_000)
+    const onData = () => {
+      const match = /listening at (\S+)/.exec(output)
+      if (!match?.[1]) return
+      clearTimeout(timer)
+      child.stdout?.off('data', onData)
+      resolveStart({
+        baseUrl: match[1],
+        process: child,
+        output: () => output,
+        stop: (signal = 'SIGTERM') => {
+          if (child.exitCode === null) child.kill(signal)
+          return exited
+        },
+      })
+    }
+    child.stdout?.on('data', onData)
+    exited.then((code) => {
+      clearTimeout(timer)
+      reject(new Error(`local server exited with ${code} before listening:\n${output}`))
+    })
+  })
+}
+
+/** Runs the start command to completion (for start-up failures). */
+export const runLocalServerToExit = (env: Record<string, string>) =>
+  new Promise<{ code: number | null; output: string }>((resolveRun) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/start-local.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, HOST: '127.0.0.1', PETSTORE_DATA_DIR: ':memory:', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let output = ''
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+    })
+    child.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+    })
+    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000)
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      resolveRun({ code, output })
+    })
+  })
+
+export interface ApiResponse<T = unknown> {
+  status: number
+  headers: Headers
+  text: string
+  json: T
+}
+
+/** A small HTTP client over fetch that keeps the raw text (int64 digits) and parsed JSON. */
+export const apiClient = (baseUrl: string, key?: string) => {
+  const request = async <T = unknown>(
+    method: string,
+    path: string,
+    options: { body?: string | object; headers?: Record<string, string>; key?: string | null } = {},
+  ): Promise<ApiResponse<T>> => {
+    const headers: Record<string, string> = { ...options.headers }
+    const useKey = options.key === undefined ? key : options.key
+    if (useKey) headers.Authorization = `Bearer ${useKey}`
+    let body: string | undefined
+    if (options.body !== undefined) {
+      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
+      headers['Content-Type'] ??= 'application/json'
+    }
+    const url = path.startsWith('http') ? path : `${baseUrl}${path}`
+    const response = await fetch(url, { method, headers, ...(body !== undefined ? { body } : {}) })
+    const text = await response.text()
+    let json: unknown
+    try {
+      json = text ? JSON.parse(text) : undefined
+    } catch {
+      json = undefined
+    }
+    return { status: response.status, headers: response.headers, text, json: json as T }
+  }
+  return {
+    request,
+    get: <T = unknown>(path: string, options?: Parameters<typeof request>[2]) =>
+      request<T>('GET', path, options),
+    post: <T = unknown>(
+      path: string,
+      body?: string | object,
+      options?: Parameters<typeof request>[2],
+    ) => request<T>('POST', path, { ...options, ...(body !== undefined ? { body } : {}) }),
+  }
+}
+
+/** Parses `Link: <url>; rel="next"`. */
+export const nextLink = (headers: Headers): string | undefined =>
+  /<([^>]+)>;\s*rel="next"/.exec(headers.get('link') ?? '')?.[1]
