@@ -66,6 +66,35 @@ describe('local server', () => {
     }
   })
 
+  it('loses no acknowledged write when stopped while requests are in flight', async () => {
+    const dataDir = await tempDir()
+    const key = 'inflight-key-0123456789abcdef'
+    const env = { PETSTORE_DATA_DIR: dataDir, PETSTORE_API_KEYS: `enterprise:${key}` }
+    const first = await startLocalServer(env)
+    const api = apiClient(first.baseUrl, key)
+    const acknowledged: number[] = []
+    let stopped: Promise<number | null> | undefined
+    await Promise.allSettled(
+      Array.from({ length: 60 }, (_, i) =>
+        api.post<{ id: number }>('/pets', { name: `Inflight ${i}`, categoryId: i }).then((response) => {
+          if (response.status === 201) acknowledged.push(response.json.id)
+          stopped ??= first.stop('SIGTERM')
+        }),
+      ),
+    )
+    expect(await stopped).toBe(0)
+    expect(acknowledged.length).toBeGreaterThan(0)
+
+    const second = await startLocalServer(env)
+    try {
+      const again = apiClient(second.baseUrl, key)
+      const fetched = await Promise.all(acknowledged.map((id) => again.get(`/pets/${id}`)))
+      expect(fetched.map((response) => response.status)).toEqual(acknowledged.map(() => 200))
+    } finally {
+      await second.stop()
+    }
+  })
+
   it('creates and prints one key per plan when none exist, and they work', async () => {
     const server = await startLocalServer({ PETSTORE_DATA_DIR: ':memory:', PETSTORE_API_KEYS: '' })
     try {
