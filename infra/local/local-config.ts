@@ -47,7 +47,7 @@ const parseApiKeys = (text: string): LocalConfig['apiKeys'] =>
       }
       if (!isWellFormedApiKey(key)) {
         throw new LocalConfigError(
-          `PETSTORE_API_KEYS: the ${plan} key must be 20 to 128 characters of A-Z a-z 0-9 - . _ ~ + / =`,
+          `PETSTORE_API_KEYS: the ${plan} key must be 20 to 128 characters of A-Z a-z 0-9 - . _ ~ + / (optionally ending in =)`,
         )
       }
       return { plan, key }

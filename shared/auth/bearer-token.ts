@@ -12,8 +12,11 @@ export const parseBearerToken = (header: string | undefined | null): string | un
   return BEARER.exec(header.trim())?.[1]
 }
 
-/** API key values: what API Gateway accepts (at least 20 characters) in the bearer token alphabet. */
-export const API_KEY_PATTERN = /^[A-Za-z0-9\-._~+/=]{20,128}$/
+/**
+ * API key values: what API Gateway accepts (20 to 128 characters) that can also travel as a
+ * bearer token, so '=' only as trailing padding (a key with '=' inside could never authenticate).
+ */
+export const API_KEY_PATTERN = /^(?=.{20,128}$)[A-Za-z0-9\-._~+/]+=*$/
 
 export const isWellFormedApiKey = (key: string): boolean => API_KEY_PATTERN.test(key)
 

@@ -31,8 +31,10 @@ export class CursorCodec {
   decode(cursor: string, status: PetStatus | undefined): CursorPosition | undefined {
     const [payload, tag, extra] = cursor.split('.')
     if (!payload || !tag || extra !== undefined) return undefined
-    const given = Buffer.from(tag, 'base64url')
-    const expected = this.#tag(payload)
+    // Compare the tag as text: Node's base64 decoder is lenient ('+' reads as '-', '/' as '_',
+    // stray characters are skipped), so comparing decoded bytes would accept edited cursors.
+    const given = Buffer.from(tag)
+    const expected = Buffer.from(this.#tag(payload).toString('base64url'))
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined
     let decoded: unknown
     try {

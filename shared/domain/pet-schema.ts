@@ -13,19 +13,32 @@ export const PET_STATUSES = ['available', 'pending', 'sold'] as const
 export const PetStatusSchema = z.enum(PET_STATUSES)
 export type PetStatus = z.infer<typeof PetStatusSchema>
 
+/** zod's default messages say "expected string, received undefined" for a missing member. */
+const requiredOr =
+  (message: string) =>
+  (issue: { input?: unknown }): string =>
+    issue.input === undefined ? 'is required' : message
+
 /**
  * int64 kept exactly: small integers arrive as numbers, large ones as BigInt (see json-codec).
  * Fractions, unsafe doubles (1e30) and anything outside int64 are rejected.
  */
 export const Int64Schema = z
-  .union([z.int(), z.bigint()], { error: 'must be an integer' })
+  .union(
+    [
+      // Unsafe doubles (1e30, or a large literal with a fraction) cannot be kept exactly.
+      z.int({ error: 'must be an exact integer within the int64 range' }),
+      z.bigint(),
+    ],
+    { error: requiredOr('must be an integer') },
+  )
   .transform((value) => BigInt(value))
   .refine((value) => value >= INT64_MIN && value <= INT64_MAX, {
     message: 'must be within the int64 range',
   })
 
 export const PetNameSchema = z
-  .string({ error: 'must be a string' })
+  .string({ error: requiredOr('must be a string') })
   .max(200, { error: 'must be at most 200 characters' })
   .refine((value) => value.trim().length > 0, {
     message: 'must contain a non-whitespace character',
@@ -78,7 +91,14 @@ export const PetPathSchema = z.object({
   petId: z
     .string()
     .regex(/^\d+$/, { error: 'must be a positive integer' })
-    .transform(Number)
-    .refine((value) => value >= 1, { message: 'must be a positive integer' }),
+    .transform((text) => BigInt(text))
+    // The path is int64: a larger value is invalid, not merely unknown.
+    .pipe(
+      z
+        .bigint()
+        .min(1n, { error: 'must be a positive integer' })
+        .max(INT64_MAX, { error: 'must be within the int64 range' }),
+    )
+    .transform(Number),
 })
 export type PetPath = z.output<typeof PetPathSchema>

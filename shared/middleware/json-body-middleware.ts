@@ -19,7 +19,8 @@ export const jsonBodyMiddleware = (): ApiMiddleware => ({
   before: (request) => {
     const { event } = request
     const raw = event.body ?? ''
-    const bytes = event.isBase64Encoded ? Math.floor((raw.length * 3) / 4) : Buffer.byteLength(raw)
+    // Decoded size, '=' padding excluded: a 16 KiB body must pass however it was encoded.
+    const bytes = Buffer.byteLength(raw, event.isBase64Encoded ? 'base64' : 'utf8')
     if (bytes > MAX_BODY_BYTES) throw new HttpError('payload_too_large')
     if (raw.length === 0)
       throw new HttpError('invalid_json', { message: 'A JSON request body is required.' })

@@ -1,0 +1,239 @@
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda'
+import { describe, expect, it, vi } from 'vitest'
+import { ListPetsQuerySchema, NewPetSchema, PetPathSchema } from '../../shared/domain/pet-schema.ts'
+import { JSON_CONTENT_TYPE, jsonResponse } from '../../shared/http/http-response.ts'
+import { httpPipeline } from '../../shared/middleware/http-pipeline.ts'
+import type { ApiEvent } from '../../shared/middleware/http-types.ts'
+import { jsonBodyMiddleware } from '../../shared/middleware/json-body-middleware.ts'
+import {
+  type RequestInput,
+  validateRequestMiddleware,
+} from '../../shared/middleware/validate-request-middleware.ts'
+import type { AppLogger } from '../../shared/observability/logger.ts'
+
+const fakeLogger = (): AppLogger => ({
+  debug: vi.fn(),
+  info: vi.fn(),
+  warn: vi.fn(),
+  error: vi.fn(),
+})
+
+/** A minimal REST (payload v1) event. */
+const restEvent = (overrides: Partial<APIGatewayProxyEvent> = {}): ApiEvent<never> =>
+  ({
+    httpMethod: 'GET',
+    path: '/v1/pets',
+    resource: '/pets',
+    headers: { 'Content-Type': 'application/json' },
+    multiValueHeaders: {},
+    queryStringParameters: null,
+    multiValueQueryStringParameters: null,
+    pathParameters: null,
+    stageVariables: null,
+    body: null,
+    isBase64Encoded: false,
+    requestContext: { requestId: 'req-validate-1', path: '/v1/pets', httpMethod: 'GET' },
+    ...overrides,
+  }) as unknown as ApiEvent<never>
+
+const parse = async (response: {
+  statusCode: number
+  headers: Record<string, string>
+  body: string
+}) => ({
+  ...response,
+  json: JSON.parse(response.body) as { details?: { field: string; message: string }[] } & Record<
+    string,
+    unknown
+  >,
+})
+
+/** Each handler echoes the validated input, so a test sees the typed values it would get. */
+const createInput = { body: NewPetSchema }
+const createHandlerSpy = vi.fn()
+const createPet = httpPipeline<RequestInput<typeof createInput>>({ logger: fakeLogger() })
+  .use(jsonBodyMiddleware())
+  .use(validateRequestMiddleware(createInput))
+  .handler(async (event) => {
+    createHandlerSpy()
+    return jsonResponse(201, event.input.body)
+  })
+
+const listInput = { query: ListPetsQuerySchema }
+const listPets = httpPipeline<RequestInput<typeof listInput>>({ logger: fakeLogger() })
+  .use(validateRequestMiddleware(listInput))
+  .handler(async (event) => jsonResponse(200, event.input.query))
+
+const getInput = { path: PetPathSchema, query: ListPetsQuerySchema }
+const getPet = httpPipeline<RequestInput<typeof getInput>>({ logger: fakeLogger() })
+  .use(validateRequestMiddleware(getInput))
+  .handler(async (event) => jsonResponse(200, event.input))
+
+const post = async (body: string) =>
+  parse(await createPet(restEvent({ httpMethod: 'POST', body }), {} as Context))
+
+const list = async (
+  query: Pick<APIGatewayProxyEvent, 'queryStringParameters' | 'multiValueQueryStringParameters'>,
+) => parse(await listPets(restEvent(query), {} as Context))
+
+/** API Gateway fills both maps; the single-value one holds the last value of a repeated name. */
+const queryOf = (params: Record<string, string | string[]>) => ({
+  queryStringParameters: Object.fromEntries(
+    Object.entries(params).map(([name, value]) => [
+      name,
+      Array.isArray(value) ? value.at(-1) : value,
+    ]),
+  ),
+  multiValueQueryStringParameters: Object.fromEntries(
+    Object.entries(params).map(([name, value]) => [name, Array.isArray(value) ? value : [value]]),
+  ),
+})
+
+const fields = (json: { details?: { field: string }[] }) =>
+  (json.details ?? []).map((detail) => detail.field).sort()
+
+const expectValidationFailed = (response: Awaited<ReturnType<typeof parse>>): void => {
+  expect(response.statusCode).toBe(400)
+  expect(response.headers['Content-Type']).toBe(JSON_CONTENT_TYPE)
+  expect(response.json).toMatchObject({
+    code: 'validation_failed',
+    status: 400,
+    requestId: 'req-validate-1',
+  })
+  expect(typeof response.json.message).toBe('string')
+  for (const detail of response.json.details ?? []) {
+    expect(Object.keys(detail).sort()).toEqual(['field', 'message'])
+    expect(detail.message.length).toBeGreaterThan(0)
+  }
+}
+
+describe('validate request middleware', () => {
+  describe('body', () => {
+    it('gives the handler the validated pet, categoryId exact', async () => {
+      const response = await post('{"name":"Rex","categoryId":9223372036854775807,"status":"sold"}')
+      expect(response.statusCode).toBe(201)
+      expect(response.body).toBe('{"name":"Rex","categoryId":9223372036854775807,"status":"sold"}')
+    })
+
+    it('names a missing required field', async () => {
+      createHandlerSpy.mockClear()
+      const response = await post('{"name":"Rex"}')
+      expectValidationFailed(response)
+      expect(response.json.details).toEqual([{ field: 'categoryId', message: 'is required' }])
+      expect(createHandlerSpy).not.toHaveBeenCalled()
+    })
+
+    it('names every broken field in one response', async () => {
+      const response = await post(
+        '{"name":"  ","categoryId":1.5,"status":"lost","id":7,"extra":true}',
+      )
+      expectValidationFailed(response)
+      expect(fields(response.json)).toEqual(['categoryId', 'extra', 'id', 'name', 'status'])
+    })
+
+    it('says unknown members are not known fields', async () => {
+      const response = await post('{"name":"Rex","categoryId":1,"id":7}')
+      expectValidationFailed(response)
+      expect(response.json.details).toEqual([{ field: 'id', message: 'is not a known field' }])
+    })
+
+    it('rejects an empty object naming both required fields', async () => {
+      const response = await post('{}')
+      expectValidationFailed(response)
+      expect(fields(response.json)).toEqual(['categoryId', 'name'])
+    })
+
+    it('rejects categoryId beyond int64', async () => {
+      const response = await post('{"name":"Rex","categoryId":9223372036854775808}')
+      expectValidationFailed(response)
+      expect(response.json.details).toEqual([
+        { field: 'categoryId', message: 'must be within the int64 range' },
+      ])
+    })
+
+    it('leaves invalid JSON to the body parser (400 invalid_json, not validation_failed)', async () => {
+      const response = await post('{"name":')
+      expect(response.statusCode).toBe(400)
+      expect(response.json.code).toBe('invalid_json')
+    })
+  })
+
+  describe('query', () => {
+    it('applies the limit default', async () => {
+      const response = await list({
+        queryStringParameters: null,
+        multiValueQueryStringParameters: null,
+      })
+      expect(response.statusCode).toBe(200)
+      expect(response.json).toEqual({ limit: 20 })
+    })
+
+    it('gives typed values', async () => {
+      const response = await list(queryOf({ limit: '5', status: 'sold', cursor: 'abc.def' }))
+      expect(response.json).toEqual({ limit: 5, status: 'sold', cursor: 'abc.def' })
+    })
+
+    it.each(['0', '101', 'abc', '1.5', '', '-1'])(
+      'rejects limit=%j naming limit',
+      async (limit) => {
+        const response = await list(queryOf({ limit }))
+        expectValidationFailed(response)
+        expect(fields(response.json)).toEqual(['limit'])
+      },
+    )
+
+    it('rejects a repeated limit even though the single-value map looks fine', async () => {
+      const response = await list(queryOf({ limit: ['5', '10'] }))
+      expectValidationFailed(response)
+      expect(response.json.details).toEqual([{ field: 'limit', message: 'must be given once' }])
+    })
+
+    it('reads the single-value map when the multi-value one is missing', async () => {
+      const response = await list({
+        queryStringParameters: { limit: '7' },
+        multiValueQueryStringParameters: null,
+      })
+      expect(response.json).toEqual({ limit: 7 })
+    })
+
+    it('names limit and status together', async () => {
+      const response = await list(queryOf({ limit: '0', status: 'lost' }))
+      expectValidationFailed(response)
+      expect(fields(response.json)).toEqual(['limit', 'status'])
+    })
+
+    it('ignores unknown query parameters', async () => {
+      const response = await list(queryOf({ limit: '3', utm_source: 'mail' }))
+      expect(response.statusCode).toBe(200)
+      expect(response.json).toEqual({ limit: 3 })
+    })
+  })
+
+  describe('path', () => {
+    const get = async (petId: string, query: Record<string, string> = {}) =>
+      parse(
+        await getPet(restEvent({ pathParameters: { petId }, ...queryOf(query) }), {} as Context),
+      )
+
+    it('gives the petId as a number', async () => {
+      const response = await get('42')
+      expect(response.statusCode).toBe(200)
+      expect(response.json).toEqual({ path: { petId: 42 }, query: { limit: 20 } })
+    })
+
+    it.each(['0', '-1', 'abc', '1.5', '99999999999999999999'])(
+      'rejects petId %j naming petId',
+      async (petId) => {
+        const response = await get(petId)
+        expectValidationFailed(response)
+        expect(fields(response.json)).toEqual(['petId'])
+      },
+    )
+
+    it('names path and query fields together', async () => {
+      const response = await get('abc', { limit: '500' })
+      expectValidationFailed(response)
+      expect(fields(response.json)).toEqual(['limit', 'petId'])
+    })
+  })
+})
