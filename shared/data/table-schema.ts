@@ -38,7 +38,8 @@ export const petTableDefinition = (tableName: string): CreateTableCommandInput =
 
 /**
  * Rate-limit counters live in a table of their own (no pet scan ever reads them), one item
- * per key and window, removed by DynamoDB TTL on `expiresAt` (Unix seconds) after the window.
+ * per key and UTC day (`<keyId>#<yyyy-mm-dd>`, see shared/rate-limit/rate-limiter.ts), removed
+ * by DynamoDB TTL on `expiresAt` (Unix seconds) after the day.
  */
 export const RATE_LIMIT_TABLE = {
   partitionKey: 'pk',
