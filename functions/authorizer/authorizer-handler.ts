@@ -4,9 +4,9 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from 'aws-lambda'
-import { parseBearerToken } from '../../shared/auth/bearer-token.ts'
+import { isWellFormedApiKey, parseBearerToken } from '../../shared/auth/bearer-token.ts'
 import { toAuthorizerContext } from '../../shared/auth/key-context.ts'
-import { type KeyStore, keyFingerprint } from '../../shared/auth/key-store.ts'
+import { type KeyScope, type KeyStore, keyFingerprint } from '../../shared/auth/key-store.ts'
 import type { AppLogger } from '../../shared/observability/logger.ts'
 
 export interface AuthorizerDependencies {
@@ -22,8 +22,16 @@ export const UNAUTHORIZED = 'Unauthorized'
  * cached decision is valid for every route of the API, not just the first one called.
  */
 export const stageWildcardArn = (methodArn: string): string => {
-  const [prefix, apiId, stage] = methodArn.split('/')
-  return `${prefix}/${apiId}/${stage}/*`
+  // The first '/' follows the API id: `…:{account}:{api}` / `{stage}` / ….
+  const [arnThroughApiId, stage] = methodArn.split('/')
+  return `${arnThroughApiId}/${stage}/*`
+}
+
+/** The API id and stage named by a methodArn, so the key store checks plans of this stage only. */
+export const keyScopeOf = (methodArn: string): KeyScope | undefined => {
+  const [prefix = '', stage] = methodArn.split('/')
+  const apiId = prefix.split(':')[5]
+  return apiId && stage ? { apiId, stage } : undefined
 }
 
 /**
@@ -36,11 +44,12 @@ export const createAuthorizerHandler = ({ keyStore, logger }: AuthorizerDependen
   middy<APIGatewayTokenAuthorizerEvent, APIGatewayAuthorizerResult, Error, Context>().handler(
     async (event) => {
       const key = parseBearerToken(event.authorizationToken)
-      if (!key) {
+      // API Gateway key values are 20+ characters: shorter tokens never reach the store.
+      if (!key || !isWellFormedApiKey(key)) {
         logger.info('Rejected authorization header', { reason: 'malformed' })
         throw new Error(UNAUTHORIZED)
       }
-      const record = await keyStore.lookup(key)
+      const record = await keyStore.lookup(key, keyScopeOf(event.methodArn))
       if (!record) {
         logger.info('Rejected API key', { reason: 'unknown', keyFingerprint: keyFingerprint(key) })
         throw new Error(UNAUTHORIZED)

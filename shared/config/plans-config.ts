@@ -28,6 +28,12 @@ export const PLAN_DISPLAY_NAMES: Record<PlanName, string> = {
   enterprise: 'Enterprise',
 }
 
+/**
+ * Usage plan tag naming the plan (value: a PlanName). The CDK tags the plans it creates; the
+ * authorizer reads it, and treats a plan of the stage without it as a custom Enterprise plan.
+ */
+export const USAGE_PLAN_TAG = 'petstore:plan'
+
 export const isPlanName = (value: string): value is PlanName =>
   (PLAN_NAMES as readonly string[]).includes(value)
 

@@ -1,11 +1,16 @@
 import { optionalEnv, requireEnv } from '../config/env-config.ts'
-import type { OperationId } from '../config/routes-config.ts'
+import { type OperationId, routeOf } from '../config/routes-config.ts'
 import { CursorCodec } from '../data/cursor-codec.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '../data/dynamo-client.ts'
 import { BlockIdAllocator } from '../data/id-allocator.ts'
 import { PetRepository } from '../data/pet-repository.ts'
 import type { HttpPipelineOptions } from '../middleware/http-pipeline.ts'
 import { logger } from '../observability/logger.ts'
+import { createMetrics } from '../observability/metrics.ts'
+import { observabilityMiddlewares } from '../observability/observability-middleware.ts'
+import { tracer } from '../observability/tracer.ts'
+import { rateLimitMiddleware } from '../rate-limit/rate-limit-middleware.ts'
+import { DynamoRateLimiter } from '../rate-limit/rate-limiter.ts'
 import { type Clock, systemClock } from '../time/clock.ts'
 
 export interface PetFunctionDependencies extends HttpPipelineOptions {
@@ -24,14 +29,28 @@ export const petFunctionDependencies = (
   env: NodeJS.ProcessEnv = process.env,
 ): PetFunctionDependencies => {
   const tableName = requireEnv('TABLE_NAME', env)
-  const client = createDocumentClient(dynamoConfigFromEnv(env))
+  // Traced here (X-Ray subsegment per DynamoDB call) so shared/data stays free of the tracer.
+  const client = tracer.captureAWSv3Client(createDocumentClient(dynamoConfigFromEnv(env)))
   const blockSize = Number(optionalEnv('ID_BLOCK_SIZE', env) ?? 50)
   const ids = new BlockIdAllocator({ client, tableName, blockSize })
+  // One metrics instance per function: what the rate limiter counts is published with the rest.
+  const metrics = createMetrics(operationId)
   return {
     operationId,
     logger,
+    observability: observabilityMiddlewares(operationId, { metrics }),
     clock: systemClock,
     pets: new PetRepository({ client, tableName, ids }),
     cursors: new CursorCodec(optionalEnv('CURSOR_SECRET', env) ?? `petstore-cursor:${tableName}`),
+    rateLimit: rateLimitMiddleware({
+      limiter: new DynamoRateLimiter({
+        client,
+        tableName: requireEnv('RATE_LIMIT_TABLE_NAME', env),
+        clock: systemClock,
+      }),
+      access: routeOf(operationId).access,
+      logger,
+      metrics,
+    }),
   }
 }

@@ -35,10 +35,18 @@ const collect = async (repository: PetRepository, limit: number, status?: Pet['s
 
 describe('PetRepository against DynamoDB', () => {
   it('gives 200 concurrent creates from several allocators 200 distinct ids, all readable', async () => {
-    const repositories = [repositoryWith(7), repositoryWith(7), repositoryWith(13), repositoryWith(1)]
+    const repositories = [
+      repositoryWith(7),
+      repositoryWith(7),
+      repositoryWith(13),
+      repositoryWith(1),
+    ]
     const created = await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
-        (repositories[i % repositories.length] as PetRepository).create({ name: `pet ${i}`, categoryId: BigInt(i) }),
+        (repositories[i % repositories.length] as PetRepository).create({
+          name: `pet ${i}`,
+          categoryId: BigInt(i),
+        }),
       ),
     )
     const ids = new Set(created.map((pet) => pet.id))
@@ -57,7 +65,11 @@ describe('PetRepository against DynamoDB', () => {
         ...(await Promise.all(
           Array.from({ length: 10 }, (_, j) => {
             const status = statuses[(i + j) % 4]
-            return repository.create({ name: `page pet ${i + j}`, categoryId: 1n, ...(status ? { status } : {}) })
+            return repository.create({
+              name: `page pet ${i + j}`,
+              categoryId: 1n,
+              ...(status ? { status } : {}),
+            })
           }),
         )),
       )
@@ -84,7 +96,8 @@ describe('PetRepository against DynamoDB', () => {
 
   it('ends on a full last page without a cursor to an empty page', async () => {
     const repository = repositoryWith(5)
-    for (let i = 0; i < 4; i += 1) await repository.create({ name: 'sold one', categoryId: 2n, status: 'sold' })
+    for (let i = 0; i < 4; i += 1)
+      await repository.create({ name: 'sold one', categoryId: 2n, status: 'sold' })
     const { seen } = await collect(repository, 1000, 'sold')
     const exact = await repository.list({ limit: seen.length, status: 'sold' })
     expect(exact.pets.length).toBe(seen.length)

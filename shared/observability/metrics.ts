@@ -1,0 +1,40 @@
+import { Metrics } from '@aws-lambda-powertools/metrics'
+
+/**
+ * CloudWatch metrics (embedded metric format, written to the function's log). One place for the
+ * names the functions emit and the CDK alarms and dashboard read.
+ *
+ * Every HTTP response adds 0 or 1 to each of Http4xx, Http5xx and Http429 (429 is also a 4xx), so
+ * Sum counts those responses, SampleCount counts all responses and Average is the rate. Powertools
+ * adds ColdStart (once per instance, with an extra `function_name` dimension).
+ */
+export const DEFAULT_METRICS_NAMESPACE = 'Petstore'
+/** The `service` dimension of every metric (fixed, so alarms need not know function names). */
+export const METRICS_SERVICE = 'petstore'
+export const OPERATION_DIMENSION = 'operation'
+/** The `operation` dimension value of the authorizer's metrics. */
+export const AUTHORIZER_OPERATION = 'authorizer'
+
+export const HTTP_METRICS = {
+  clientErrors: 'Http4xx',
+  serverErrors: 'Http5xx',
+  throttled: 'Http429',
+} as const
+
+export const AUTHORIZER_METRICS = {
+  allowed: 'AuthorizerAllowed',
+  denied: 'AuthorizerDenied',
+  failed: 'AuthorizerErrors',
+} as const
+
+/**
+ * A metrics instance whose every metric carries {service, operation}. The namespace comes from
+ * POWERTOOLS_METRICS_NAMESPACE (the CDK sets one per stage) or defaults to "Petstore";
+ * POWERTOOLS_METRICS_DISABLED=true (or POWERTOOLS_DEV=true) turns output off.
+ */
+export const createMetrics = (operation: string, env: NodeJS.ProcessEnv = process.env): Metrics =>
+  new Metrics({
+    namespace: env.POWERTOOLS_METRICS_NAMESPACE?.trim() || DEFAULT_METRICS_NAMESPACE,
+    serviceName: METRICS_SERVICE,
+    defaultDimensions: { [OPERATION_DIMENSION]: operation },
+  })

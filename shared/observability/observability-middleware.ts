@@ -1,0 +1,151 @@
+import type { Logger } from '@aws-lambda-powertools/logger'
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware'
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics'
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
+import type { Tracer } from '@aws-lambda-powertools/tracer'
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware'
+import type { MiddlewareObj, Request } from '@middy/core'
+import type {
+  APIGatewayAuthorizerResult,
+  APIGatewayTokenAuthorizerEvent,
+  Context,
+} from 'aws-lambda'
+import { readKeyContext } from '../auth/key-context.ts'
+import type { ApiMiddleware, ApiRequest } from '../middleware/http-types.ts'
+import { logger as sharedLogger } from './logger.ts'
+import {
+  AUTHORIZER_METRICS,
+  AUTHORIZER_OPERATION,
+  createMetrics,
+  HTTP_METRICS,
+  OPERATION_DIMENSION,
+} from './metrics.ts'
+import { tracer as sharedTracer } from './tracer.ts'
+
+export interface ObservabilityOptions {
+  logger?: Logger
+  metrics?: Metrics
+  tracer?: Tracer
+}
+
+type AnyMiddleware = MiddlewareObj<never, never, Error, Context>
+
+/**
+ * Logger context, tracing and metrics shared by the HTTP functions and the authorizer. The event
+ * is never logged (logEvent: false, whatever POWERTOOLS_LOGGER_LOG_EVENT says) and responses are
+ * not put into traces: both would carry the API key (Authorization header, usageIdentifierKey).
+ * Per-request log keys are reset after each invocation so a key id never leaks into the next one.
+ */
+const baseMiddlewares = (
+  logger: Logger,
+  tracer: Tracer,
+  metrics: Metrics,
+): MiddlewareObj<never, never, Error, Context>[] =>
+  [
+    injectLambdaContext(logger, { logEvent: false, resetKeys: true }),
+    captureLambdaHandler(tracer, { captureResponse: false }),
+    logMetrics(metrics, { captureColdStartMetric: true }),
+  ] as AnyMiddleware[]
+
+/** Adds the operation, the caller's key id and plan (never the key) and the API request id. */
+const requestContextMiddleware = (
+  operation: string,
+  logger: Logger,
+  tracer: Tracer,
+): ApiMiddleware<never> => ({
+  before: (request) => {
+    const caller = readKeyContext(request.event)
+    logger.appendKeys({
+      [OPERATION_DIMENSION]: operation,
+      ...(caller ? { keyId: caller.keyId, plan: caller.plan } : {}),
+    })
+    // Same id as `requestId` in error bodies and API Gateway's x-amzn-RequestId header.
+    const requestId = request.event?.requestContext?.requestId
+    if (requestId) logger.setCorrelationId(requestId)
+    tracer.putAnnotation(OPERATION_DIMENSION, operation)
+    if (caller) tracer.putAnnotation('keyId', caller.keyId)
+  },
+})
+
+/** Counts every final response by class: error responses made by the error handler included. */
+const httpMetricsMiddleware = (metrics: Metrics): ApiMiddleware<never> => {
+  const count = (request: ApiRequest<never>): void => {
+    // No response after onError means the error escaped every handler: Lambda reports a 5xx.
+    const status = request.response?.statusCode ?? 500
+    metrics.addMetric(
+      HTTP_METRICS.clientErrors,
+      MetricUnit.Count,
+      status >= 400 && status < 500 ? 1 : 0,
+    )
+    metrics.addMetric(HTTP_METRICS.serverErrors, MetricUnit.Count, status >= 500 ? 1 : 0)
+    metrics.addMetric(HTTP_METRICS.throttled, MetricUnit.Count, status === 429 ? 1 : 0)
+  }
+  return { after: count, onError: count }
+}
+
+/**
+ * The HTTP pipeline's `observability` slot. httpPipeline registers these first, so middy runs
+ * their after/onError last: they see the final response, including error responses rendered by
+ * the error handler and headers added on the way out. Within the list, the metrics counter comes
+ * after logMetrics so it counts before logMetrics publishes, and the logger comes first so its
+ * keys are reset only after everything else has logged.
+ */
+export const observabilityMiddlewares = (
+  operationId: string,
+  options: ObservabilityOptions = {},
+): ApiMiddleware<never>[] => {
+  const logger = options.logger ?? sharedLogger
+  const tracer = options.tracer ?? sharedTracer
+  const metrics = options.metrics ?? createMetrics(operationId)
+  return [
+    ...(baseMiddlewares(logger, tracer, metrics) as ApiMiddleware<never>[]),
+    requestContextMiddleware(operationId, logger, tracer),
+    httpMetricsMiddleware(metrics),
+  ]
+}
+
+type AuthorizerMiddleware = MiddlewareObj<
+  APIGatewayTokenAuthorizerEvent,
+  APIGatewayAuthorizerResult,
+  Error,
+  Context
+>
+type AuthorizerRequest = Request<
+  APIGatewayTokenAuthorizerEvent,
+  APIGatewayAuthorizerResult,
+  Error,
+  Context
+>
+
+/** Counts authorizer outcomes: allowed, denied (Unauthorized) and failed (API Gateway 500). */
+const authorizerMetricsMiddleware = (metrics: Metrics): AuthorizerMiddleware => {
+  const count = (outcome: keyof typeof AUTHORIZER_METRICS): void => {
+    for (const [name, metric] of Object.entries(AUTHORIZER_METRICS)) {
+      metrics.addMetric(metric, MetricUnit.Count, name === outcome ? 1 : 0)
+    }
+  }
+  return {
+    after: () => count('allowed'),
+    onError: (request: AuthorizerRequest) =>
+      // authorizer-handler's UNAUTHORIZED (401); any other error is a 500.
+      count(request.error?.message === 'Unauthorized' ? 'denied' : 'failed'),
+  }
+}
+
+/** The authorizer's middlewares: logger context, tracing (no response capture), metrics. */
+export const authorizerObservabilityMiddlewares = (
+  options: ObservabilityOptions = {},
+): AuthorizerMiddleware[] => {
+  const logger = options.logger ?? sharedLogger
+  const tracer = options.tracer ?? sharedTracer
+  const metrics = options.metrics ?? createMetrics(AUTHORIZER_OPERATION)
+  return [
+    ...(baseMiddlewares(logger, tracer, metrics) as AuthorizerMiddleware[]),
+    {
+      before: () => {
+        logger.appendKeys({ [OPERATION_DIMENSION]: AUTHORIZER_OPERATION })
+      },
+    },
+    authorizerMetricsMiddleware(metrics),
+  ]
+}
