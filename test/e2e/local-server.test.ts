@@ -76,10 +76,12 @@ describe('local server', () => {
     let stopped: Promise<number | null> | undefined
     await Promise.allSettled(
       Array.from({ length: 60 }, (_, i) =>
-        api.post<{ id: number }>('/pets', { name: `Inflight ${i}`, categoryId: i }).then((response) => {
-          if (response.status === 201) acknowledged.push(response.json.id)
-          stopped ??= first.stop('SIGTERM')
-        }),
+        api
+          .post<{ id: number }>('/pets', { name: `Inflight ${i}`, categoryId: i })
+          .then((response) => {
+            if (response.status === 201) acknowledged.push(response.json.id)
+            stopped ??= first.stop('SIGTERM')
+          }),
       ),
     )
     expect(await stopped).toBe(0)
