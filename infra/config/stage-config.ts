@@ -1,0 +1,221 @@
+import { RetentionDays } from 'aws-cdk-lib/aws-logs'
+import {
+  DEFAULT_ENTERPRISE_LIMITS,
+  type PlanLimits,
+  parsePlanLimits,
+} from '../../shared/config/plans-config.ts'
+
+/** The deployment stages (decisions.md, "Environments"): each is its own stack set. */
+export const STAGE_NAMES = ['staging', 'production'] as const
+export type StageName = (typeof STAGE_NAMES)[number]
+
+export const isStageName = (value: string): value is StageName =>
+  (STAGE_NAMES as readonly string[]).includes(value)
+
+export interface CustomDomainConfig {
+  domainName: string
+  /** ACM certificate for domainName, in the stage's region (regional endpoint). */
+  certificateArn: string
+  /** When both are set, an alias record is created; otherwise point DNS at the output target. */
+  hostedZoneId?: string
+  hostedZoneName?: string
+}
+
+/** Everything that differs between stages, resolved from CDK context and defaults. */
+export interface StageConfig {
+  stage: StageName
+  /** Production keeps its data: RETAIN, deletion protection, stack termination protection. */
+  retainData: boolean
+  /** Pins the stage to an account/region; unset means env-agnostic (the CLI's credentials decide). */
+  account?: string
+  region?: string
+  customDomain?: CustomDomainConfig
+  enterpriseLimits: PlanLimits
+  logRetention: RetentionDays
+  /** 0 disables the authorizer cache; API Gateway allows up to 3600. */
+  authorizerCacheTtlSeconds: number
+  alarmEmail?: string
+  /** Stage-wide throttle ahead of the per-key usage plans (requests per second, burst). */
+  throttleRateLimit: number
+  throttleBurstLimit: number
+  /**
+   * Whether this stage's stack sets the account-wide API Gateway CloudWatch Logs role (needed for
+   * access and execution logs). Turn off when the account already has one.
+   */
+  apiGatewayCloudWatchRole: boolean
+}
+
+/** Context settings, as `petstore.<stage>.<setting>` in cdk.json or `-c <stage>.<setting>=value`. */
+export const STAGE_SETTINGS = [
+  'account',
+  'region',
+  'domainName',
+  'certificateArn',
+  'hostedZoneId',
+  'hostedZoneName',
+  'enterpriseLimits',
+  'logRetentionDays',
+  'authorizerCacheTtlSeconds',
+  'alarmEmail',
+  'throttleRateLimit',
+  'throttleBurstLimit',
+  'apiGatewayCloudWatchRole',
+] as const
+export type StageSetting = (typeof STAGE_SETTINGS)[number]
+
+interface StageDefaults {
+  logRetentionDays: number
+  authorizerCacheTtlSeconds: number
+  throttleRateLimit: number
+  throttleBurstLimit: number
+}
+
+/**
+ * Staging is cheap and quick to change (short logs, short authorizer cache); production keeps
+ * logs a quarter and caches authorizer decisions for API Gateway's default five minutes.
+ */
+export const STAGE_DEFAULTS: Record<StageName, StageDefaults> = {
+  staging: {
+    logRetentionDays: 14,
+    authorizerCacheTtlSeconds: 60,
+    throttleRateLimit: 50,
+    throttleBurstLimit: 100,
+  },
+  production: {
+    logRetentionDays: 90,
+    authorizerCacheTtlSeconds: 300,
+    throttleRateLimit: 500,
+    throttleBurstLimit: 1000,
+  },
+}
+
+/** Reads one context value (e.g. `(key) => app.node.tryGetContext(key)`). */
+export type ContextReader = (key: string) => unknown
+
+export const CONTEXT_ROOT = 'petstore'
+export const STAGE_CONTEXT_KEY = 'stage'
+
+/** The stages to synthesize: `-c stage=<name>` selects one, no value selects both. */
+export const selectedStages = (context: ContextReader): StageName[] => {
+  const selected = context(STAGE_CONTEXT_KEY)
+  if (selected === undefined || selected === null || selected === '') return [...STAGE_NAMES]
+  if (typeof selected === 'string' && isStageName(selected)) return [selected]
+  throw new Error(
+    `Invalid context stage=${JSON.stringify(selected)}: expected one of ${STAGE_NAMES.join(', ')}`,
+  )
+}
+
+const RETENTION_VALUES = new Set<number>(
+  Object.values(RetentionDays).filter((value): value is number => typeof value === 'number'),
+)
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+
+export const readStageConfig = (context: ContextReader, stage: StageName): StageConfig => {
+  const root = context(CONTEXT_ROOT)
+  const nested =
+    root && typeof root === 'object' ? (root as Record<string, unknown>)[stage] : undefined
+  const fromObject = nested && typeof nested === 'object' ? (nested as Record<string, unknown>) : {}
+  // A command-line `-c production.alarmEmail=...` wins over the cdk.json object.
+  const raw = (setting: StageSetting): unknown => {
+    const flat = context(`${stage}.${setting}`)
+    const value = flat ?? fromObject[setting]
+    return value === null || value === '' ? undefined : value
+  }
+  const fail = (setting: StageSetting, expected: string): never => {
+    throw new Error(
+      `Invalid context ${stage}.${setting}=${JSON.stringify(raw(setting))}: expected ${expected}`,
+    )
+  }
+  const text = (setting: StageSetting): string | undefined => {
+    const value = raw(setting)
+    if (value === undefined) return undefined
+    return typeof value === 'string' && value.trim() !== ''
+      ? value.trim()
+      : fail(setting, 'a string')
+  }
+  const integer = (setting: StageSetting, fallback: number, min: number, max: number): number => {
+    const value = raw(setting)
+    if (value === undefined) return fallback
+    const number = typeof value === 'number' ? value : Number(String(value).trim())
+    return Number.isInteger(number) && number >= min && number <= max
+      ? number
+      : fail(setting, `an integer from ${min} to ${max}`)
+  }
+  const flag = (setting: StageSetting, fallback: boolean): boolean => {
+    const value = raw(setting)
+    if (value === undefined) return fallback
+    if (value === true || value === 'true') return true
+    if (value === false || value === 'false') return false
+    return fail(setting, 'true or false')
+  }
+
+  const defaults = STAGE_DEFAULTS[stage]
+  const logRetentionDays = integer('logRetentionDays', defaults.logRetentionDays, 1, 3653)
+  if (!RETENTION_VALUES.has(logRetentionDays)) {
+    fail('logRetentionDays', `a CloudWatch Logs retention (${[...RETENTION_VALUES].join(', ')})`)
+  }
+  const limitsText = text('enterpriseLimits')
+  let enterpriseLimits = DEFAULT_ENTERPRISE_LIMITS
+  if (limitsText !== undefined) {
+    try {
+      enterpriseLimits = parsePlanLimits(limitsText)
+    } catch {
+      fail('enterpriseLimits', '"perMinute/perDay", e.g. "5000/1000000"')
+    }
+  }
+  const alarmEmail = text('alarmEmail')
+  if (alarmEmail !== undefined && !EMAIL.test(alarmEmail)) fail('alarmEmail', 'an email address')
+  const throttleRateLimit = integer('throttleRateLimit', defaults.throttleRateLimit, 1, 10_000)
+  const throttleBurstLimit = integer('throttleBurstLimit', defaults.throttleBurstLimit, 1, 5_000)
+
+  const domainName = text('domainName')
+  const certificateArn = text('certificateArn')
+  const hostedZoneId = text('hostedZoneId')
+  const hostedZoneName = text('hostedZoneName')
+  if ((domainName === undefined) !== (certificateArn === undefined)) {
+    fail(domainName ? 'certificateArn' : 'domainName', 'domainName and certificateArn together')
+  }
+  if (
+    (hostedZoneId === undefined) !== (hostedZoneName === undefined) ||
+    (hostedZoneId && !domainName)
+  ) {
+    fail('hostedZoneId', 'hostedZoneId and hostedZoneName together, with domainName')
+  }
+  const account = text('account')
+  const region = text('region')
+
+  return {
+    stage,
+    retainData: stage === 'production',
+    ...(account ? { account } : {}),
+    ...(region ? { region } : {}),
+    ...(domainName && certificateArn
+      ? {
+          customDomain: {
+            domainName,
+            certificateArn,
+            ...(hostedZoneId && hostedZoneName ? { hostedZoneId, hostedZoneName } : {}),
+          },
+        }
+      : {}),
+    enterpriseLimits,
+    logRetention: logRetentionDays as RetentionDays,
+    authorizerCacheTtlSeconds: integer(
+      'authorizerCacheTtlSeconds',
+      defaults.authorizerCacheTtlSeconds,
+      0,
+      3600,
+    ),
+    ...(alarmEmail ? { alarmEmail } : {}),
+    throttleRateLimit,
+    throttleBurstLimit,
+    apiGatewayCloudWatchRole: flag('apiGatewayCloudWatchRole', true),
+  }
+}
+
+/** `perMinute/perDay`, the ENTERPRISE_LIMITS format the authorizer parses. */
+export const formatPlanLimits = ({ perMinute, perDay }: PlanLimits): string =>
+  `${perMinute}/${perDay}`
+
+/** Per-stage CloudWatch namespace: two stages in one account must not share metrics or alarms. */
+export const metricsNamespace = (stage: StageName): string => `Petstore/${stage}`

@@ -1,0 +1,152 @@
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib'
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
+import { type IRole, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam'
+import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda'
+import {
+  LogLevel,
+  NodejsFunction,
+  OutputFormat,
+  SourceMapMode,
+} from 'aws-cdk-lib/aws-lambda-nodejs'
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs'
+import { Construct } from 'constructs'
+
+/** The repository root: esbuild's project root, where entries and the lock file live. */
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
+
+/** The Lambda runtime this project develops on (the `node` devDependency is Node 24). */
+export const FUNCTION_RUNTIME = Runtime.NODEJS_24_X
+export const BUNDLE_TARGET = 'node24'
+
+/**
+ * esbuild's ESM output has no `require`; a CommonJS dependency that requires a Node built-in
+ * would fail at runtime with "Dynamic require is not supported" without this shim.
+ */
+export const ESM_REQUIRE_BANNER =
+  "import { createRequire as __petstoreCreateRequire } from 'node:module'; const require = __petstoreCreateRequire(import.meta.url);"
+
+/**
+ * RO: item reads, queries and scans of the table and the named indexes (list, get).
+ * RW: single-item reads and writes of the table, no scans (create, the rate limiter).
+ */
+export type TableAccess = 'RO' | 'RW'
+
+export const TABLE_ACTIONS: Record<TableAccess, readonly string[]> = {
+  RO: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Scan'],
+  RW: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+}
+
+export interface TableBinding {
+  /** The environment variable that carries the table name. */
+  envVar: string
+  /** GSIs the function queries (RO only); named exactly, so no index wildcard is granted. */
+  indexNames?: readonly string[]
+}
+
+export interface PetstoreFunctionProps {
+  /** Entry file relative to the repository root, e.g. functionEntry(route). */
+  entry: string
+  /** POWERTOOLS_SERVICE_NAME: the operation id, or `authorizer`. */
+  serviceName: string
+  description: string
+  metricsNamespace: string
+  logGroupName: string
+  logRetention: RetentionDays
+  /** Of the log group: production keeps its logs after a stack is deleted. */
+  logRemovalPolicy: RemovalPolicy
+  memorySize?: number
+  timeout?: Duration
+  environment?: Record<string, string>
+}
+
+/**
+ * A NodejsFunction with the project's shared defaults: Node 24 on arm64, one minified ESM
+ * bundle with the AWS SDK inside (a pinned SDK version, not whatever the runtime ships), source
+ * maps, active X-Ray tracing, an explicit log group with retention, and a role of its own that
+ * starts with nothing but writing to that log group (no AWSLambdaBasicExecutionRole).
+ */
+export class PetstoreFunction extends Construct {
+  readonly function: NodejsFunction
+  readonly role: IRole
+  readonly logGroup: LogGroup
+
+  constructor(scope: Construct, id: string, props: PetstoreFunctionProps) {
+    super(scope, id)
+    this.logGroup = new LogGroup(this, 'LogGroup', {
+      logGroupName: props.logGroupName,
+      retention: props.logRetention,
+      removalPolicy: props.logRemovalPolicy,
+    })
+    const role = new Role(this, 'Role', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: `Execution role of ${props.description}`,
+    })
+    this.logGroup.grantWrite(role)
+    this.role = role
+
+    this.function = new NodejsFunction(this, 'Function', {
+      entry: join(REPO_ROOT, props.entry),
+      handler: 'handler',
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
+      runtime: FUNCTION_RUNTIME,
+      architecture: Architecture.ARM_64,
+      memorySize: props.memorySize ?? 512,
+      timeout: props.timeout ?? Duration.seconds(10),
+      description: props.description,
+      role,
+      logGroup: this.logGroup,
+      tracing: Tracing.ACTIVE,
+      environment: {
+        NODE_OPTIONS: '--enable-source-maps',
+        POWERTOOLS_SERVICE_NAME: props.serviceName,
+        POWERTOOLS_METRICS_NAMESPACE: props.metricsNamespace,
+        POWERTOOLS_LOG_LEVEL: 'INFO',
+        // Events and authorizer responses carry API keys: never log or trace them.
+        POWERTOOLS_LOGGER_LOG_EVENT: 'false',
+        POWERTOOLS_TRACER_CAPTURE_RESPONSE: 'false',
+        ...props.environment,
+      },
+      bundling: {
+        format: OutputFormat.ESM,
+        target: BUNDLE_TARGET,
+        mainFields: ['module', 'main'],
+        banner: ESM_REQUIRE_BANNER,
+        minify: true,
+        sourceMap: true,
+        sourceMapMode: SourceMapMode.DEFAULT,
+        sourcesContent: false,
+        bundleAwsSDK: true,
+        externalModules: [],
+        tsconfig: join(REPO_ROOT, 'tsconfig.json'),
+        logLevel: LogLevel.WARNING,
+      },
+    })
+    Validations.of(role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords do not support resource-level permissions. Tests check that no other action is granted on "*".',
+    })
+  }
+
+  /**
+   * Least-privilege access to a table (see TableAccess) and its name in `binding.envVar`. Only
+   * the table and the named indexes are resources: no wildcard, no other table.
+   */
+  bindTable(table: ITable, access: TableAccess, binding: TableBinding): this {
+    const indexArns =
+      access === 'RO'
+        ? (binding.indexNames ?? []).map((name) => `${table.tableArn}/index/${name}`)
+        : []
+    this.role.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: [...TABLE_ACTIONS[access]],
+        resources: [table.tableArn, ...indexArns],
+      }),
+    )
+    this.function.addEnvironment(binding.envVar, table.tableName)
+    return this
+  }
+}

@@ -1,0 +1,219 @@
+import { Duration } from 'aws-cdk-lib'
+import type { RestApi } from 'aws-cdk-lib/aws-apigateway'
+import {
+  Alarm,
+  AlarmStatusWidget,
+  ComparisonOperator,
+  Dashboard,
+  GraphWidget,
+  type IMetric,
+  MathExpression,
+  Metric,
+  TreatMissingData,
+} from 'aws-cdk-lib/aws-cloudwatch'
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions'
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
+import type { IFunction } from 'aws-cdk-lib/aws-lambda'
+import { Topic } from 'aws-cdk-lib/aws-sns'
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions'
+import { Construct } from 'constructs'
+import {
+  AUTHORIZER_METRICS,
+  AUTHORIZER_OPERATION,
+  METRICS_SERVICE,
+  OPERATION_DIMENSION,
+} from '../../shared/observability/metrics.ts'
+import type { StageName } from '../config/stage-config.ts'
+import { TABLE_ACTIONS } from './petstore-function-construct.ts'
+
+export interface MonitoredFunction {
+  name: string
+  function: IFunction
+}
+
+export interface MonitoredTable {
+  name: string
+  table: ITable
+}
+
+export interface PetstoreMonitoringProps {
+  stage: StageName
+  metricsNamespace: string
+  api: RestApi
+  /** Every function of the stage, the authorizer included. */
+  functions: readonly MonitoredFunction[]
+  tables: readonly MonitoredTable[]
+  alarmEmail?: string
+}
+
+const FIVE_MINUTES = Duration.minutes(5)
+
+/** Every DynamoDB operation a function is allowed to call (see TABLE_ACTIONS). */
+const TABLE_OPERATIONS = [...new Set(Object.values(TABLE_ACTIONS).flat())].map((action) =>
+  action.replace('dynamodb:', ''),
+)
+
+/**
+ * Alarms on what an on-call person can act on — the API's 5xx rate, authorizer failures (the
+ * key store cannot read API Gateway), Lambda throttles and DynamoDB throttles — sent to an SNS
+ * topic (and an email address when configured), plus one dashboard per stage.
+ */
+export class PetstoreMonitoring extends Construct {
+  readonly topic: Topic
+  readonly alarms: Alarm[]
+  readonly dashboard: Dashboard
+
+  constructor(scope: Construct, id: string, props: PetstoreMonitoringProps) {
+    super(scope, id)
+    const { stage, api } = props
+    this.topic = new Topic(this, 'AlarmTopic', {
+      displayName: `Petstore ${stage} alarms`,
+      enforceSSL: true,
+    })
+    if (props.alarmEmail) this.topic.addSubscription(new EmailSubscription(props.alarmEmail))
+
+    const stageMetric = (metricName: string, statistic: string): Metric =>
+      new Metric({
+        namespace: 'AWS/ApiGateway',
+        metricName,
+        dimensionsMap: { ApiName: api.restApiName, Stage: api.deploymentStage.stageName },
+        statistic,
+        period: Duration.minutes(1),
+      })
+    const authorizerMetric = (metricName: string): Metric =>
+      new Metric({
+        namespace: props.metricsNamespace,
+        metricName,
+        dimensionsMap: { service: METRICS_SERVICE, [OPERATION_DIMENSION]: AUTHORIZER_OPERATION },
+        statistic: 'Sum',
+        period: FIVE_MINUTES,
+      })
+    // Ids are unique per expression so several sums can share one graph.
+    const sumOf = (label: string, idPrefix: string, metrics: IMetric[]): MathExpression =>
+      new MathExpression({
+        label,
+        period: FIVE_MINUTES,
+        expression: metrics.map((_, index) => `${idPrefix}${index}`).join(' + '),
+        usingMetrics: Object.fromEntries(
+          metrics.map((metric, index) => [`${idPrefix}${index}`, metric]),
+        ),
+      })
+
+    const serverErrorRate = stageMetric('5XXError', 'Average')
+    const lambdaThrottles = sumOf(
+      'Lambda throttles',
+      'lambda',
+      props.functions.map(({ function: fn }) => fn.metricThrottles({ period: FIVE_MINUTES })),
+    )
+    const tableThrottles = props.tables.map(({ name, table }) => ({
+      name,
+      metric: sumOf(
+        `${name} table throttles`,
+        name.toLowerCase(),
+        TABLE_OPERATIONS.map((operation) =>
+          table.metric('ThrottledRequests', {
+            dimensionsMap: { TableName: table.tableName, Operation: operation },
+            statistic: 'Sum',
+            period: FIVE_MINUTES,
+          }),
+        ),
+      ),
+    }))
+
+    this.alarms = [
+      new Alarm(this, 'ServerErrorRateAlarm', {
+        alarmDescription: `Petstore ${stage}: more than 5% of API responses were 5xx in 3 of the last 5 minutes.`,
+        metric: serverErrorRate,
+        threshold: 0.05,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 5,
+        datapointsToAlarm: 3,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+      new Alarm(this, 'AuthorizerErrorsAlarm', {
+        alarmDescription: `Petstore ${stage}: the authorizer failed (not a rejected key): it could not read API keys or usage plans, so callers got 500s.`,
+        metric: authorizerMetric(AUTHORIZER_METRICS.failed),
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+      new Alarm(this, 'LambdaThrottlesAlarm', {
+        alarmDescription: `Petstore ${stage}: Lambda throttled invocations (account or function concurrency exhausted).`,
+        metric: lambdaThrottles,
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+      ...tableThrottles.map(
+        ({ name, metric }) =>
+          new Alarm(this, `${name}ThrottlesAlarm`, {
+            alarmDescription: `Petstore ${stage}: DynamoDB throttled requests on the ${name} table.`,
+            metric,
+            threshold: 1,
+            comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluationPeriods: 1,
+            treatMissingData: TreatMissingData.NOT_BREACHING,
+          }),
+      ),
+    ]
+    const action = new SnsAction(this.topic)
+    for (const alarm of this.alarms) {
+      alarm.addAlarmAction(action)
+      alarm.addOkAction(action)
+    }
+
+    this.dashboard = new Dashboard(this, 'Dashboard', {
+      dashboardName: `petstore-${stage}`,
+      defaultInterval: Duration.hours(3),
+    })
+    const perFunction = (title: string, metricOf: (fn: IFunction) => Metric): GraphWidget =>
+      new GraphWidget({
+        title,
+        width: 12,
+        left: props.functions.map(({ name, function: fn }) => metricOf(fn).with({ label: name })),
+      })
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'API requests and errors',
+        width: 12,
+        left: [
+          stageMetric('Count', 'Sum').with({ label: 'requests' }),
+          stageMetric('4XXError', 'Sum').with({ label: '4xx' }),
+          stageMetric('5XXError', 'Sum').with({ label: '5xx' }),
+        ],
+      }),
+      new GraphWidget({
+        title: 'API latency (ms)',
+        width: 12,
+        left: [
+          stageMetric('Latency', 'p50').with({ label: 'p50' }),
+          stageMetric('Latency', 'p99').with({ label: 'p99' }),
+          stageMetric('IntegrationLatency', 'p99').with({ label: 'integration p99' }),
+        ],
+      }),
+    )
+    this.dashboard.addWidgets(
+      perFunction('Lambda errors', (fn) => fn.metricErrors({ period: FIVE_MINUTES })),
+      perFunction('Lambda duration p99 (ms)', (fn) =>
+        fn.metricDuration({ period: FIVE_MINUTES, statistic: 'p99' }),
+      ),
+    )
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Authorizer outcomes',
+        width: 12,
+        left: Object.values(AUTHORIZER_METRICS).map((name) => authorizerMetric(name)),
+      }),
+      new GraphWidget({
+        title: 'Throttles',
+        width: 12,
+        left: [lambdaThrottles, ...tableThrottles.map(({ metric }) => metric)],
+      }),
+    )
+    this.dashboard.addWidgets(
+      new AlarmStatusWidget({ title: 'Alarms', width: 24, alarms: this.alarms }),
+    )
+  }
+}

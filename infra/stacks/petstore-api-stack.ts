@@ -1,0 +1,67 @@
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib'
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
+import type { Construct } from 'constructs'
+import { PLAN_DISPLAY_NAMES, PLAN_NAMES } from '../../shared/config/plans-config.ts'
+import { AUTHORIZER_OPERATION } from '../../shared/observability/metrics.ts'
+import { metricsNamespace, type StageConfig } from '../config/stage-config.ts'
+import { PetstoreApi } from '../constructs/petstore-api-construct.ts'
+import { PetstoreMonitoring } from '../constructs/petstore-monitoring-construct.ts'
+
+export interface PetstoreApiStackProps extends StackProps {
+  config: StageConfig
+  petTable: ITable
+  rateLimitTable: ITable
+}
+
+/** The stage's functions, REST API, usage plans, alarms and dashboard. */
+export class PetstoreApiStack extends Stack {
+  readonly petstoreApi: PetstoreApi
+  readonly monitoring: PetstoreMonitoring
+
+  constructor(
+    scope: Construct,
+    id: string,
+    { config, petTable, rateLimitTable, ...props }: PetstoreApiStackProps,
+  ) {
+    super(scope, id, { terminationProtection: config.retainData, ...props })
+    const { stage } = config
+    this.petstoreApi = new PetstoreApi(this, 'Api', { config, petTable, rateLimitTable })
+    const { api, functions, authorizerFunction, usagePlans } = this.petstoreApi
+
+    this.monitoring = new PetstoreMonitoring(this, 'Monitoring', {
+      stage,
+      metricsNamespace: metricsNamespace(stage),
+      api,
+      functions: [
+        ...Object.entries(functions).map(([name, fn]) => ({ name, function: fn.function })),
+        { name: AUTHORIZER_OPERATION, function: authorizerFunction.function },
+      ],
+      tables: [
+        { name: 'Pet', table: petTable },
+        { name: 'RateLimit', table: rateLimitTable },
+      ],
+      ...(config.alarmEmail ? { alarmEmail: config.alarmEmail } : {}),
+    })
+
+    new CfnOutput(this, 'BaseUrl', {
+      description: 'Base address of the API: every path is relative to it',
+      value: this.petstoreApi.baseUrl,
+    })
+    new CfnOutput(this, 'RestApiId', { value: api.restApiId })
+    new CfnOutput(this, 'StageName', { value: api.deploymentStage.stageName })
+    for (const plan of PLAN_NAMES) {
+      new CfnOutput(this, `${PLAN_DISPLAY_NAMES[plan]}UsagePlanId`, {
+        description: `Attach ${PLAN_DISPLAY_NAMES[plan]} keys to this usage plan`,
+        value: usagePlans[plan].usagePlanId,
+      })
+    }
+    if (this.petstoreApi.domain) {
+      new CfnOutput(this, 'CustomDomainTarget', {
+        description: 'Point a CNAME or alias for the custom domain here',
+        value: this.petstoreApi.domain.domainNameAliasDomainName,
+      })
+    }
+    new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn })
+    new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName })
+  }
+}

@@ -1,0 +1,351 @@
+import type { Template } from 'aws-cdk-lib/assertions'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { BEARER_CHALLENGE } from '../../shared/auth/bearer-token.ts'
+import { USAGE_PLAN_TAG } from '../../shared/config/plans-config.ts'
+import { ROUTES } from '../../shared/config/routes-config.ts'
+import { ERROR_MESSAGES, type ErrorCode } from '../../shared/errors/error-codes.ts'
+import {
+  type CfnResource,
+  functionByService,
+  propsOf,
+  resourcesOf,
+  type SynthesizedApp,
+  synthesizeApp,
+} from './support/synth-app.ts'
+
+let synthesized: SynthesizedApp
+let production: Template
+let staging: Template
+beforeAll(() => {
+  // Templates only: the bundles themselves are tested in functions.test.ts.
+  synthesized = synthesizeApp({}, { bundle: false })
+  production = synthesized.stage('production').api
+  staging = synthesized.stage('staging').api
+})
+
+const only = (template: Template, type: string): [string, CfnResource] => {
+  const found = resourcesOf(template, type)
+  expect(found).toHaveLength(1)
+  return found[0] as [string, CfnResource]
+}
+
+type Ref = { Ref?: string; 'Fn::GetAtt'?: [string, string] }
+
+/** `/v1/pets/{petId}` of an API Gateway resource id (the root resource is ''). */
+const pathOf = (template: Template, ref: Ref): string => {
+  if (ref['Fn::GetAtt']?.[1] === 'RootResourceId') return ''
+  const resource = template.toJSON().Resources[ref.Ref as string] as CfnResource
+  const props = propsOf(resource)
+  return `${pathOf(template, props.ParentId as Ref)}/${props.PathPart as string}`
+}
+
+const methodsOf = (template: Template) =>
+  resourcesOf(template, 'AWS::ApiGateway::Method').map(([, method]) => {
+    const props = propsOf(method)
+    return {
+      route: `${props.HttpMethod as string} ${pathOf(template, props.ResourceId as Ref)}`,
+      props,
+    }
+  })
+
+describe('routes', () => {
+  it('serves exactly the shared route table under /v1, nothing else', () => {
+    for (const template of [production, staging]) {
+      expect(
+        methodsOf(template)
+          .map(({ route }) => route)
+          .sort(),
+      ).toEqual(ROUTES.map((route) => `${route.method} /v1${route.path}`).sort())
+    }
+  })
+
+  it('sends each route to its own function as a Lambda proxy integration', () => {
+    for (const route of ROUTES) {
+      const method = methodsOf(production).find(
+        (candidate) => candidate.route === `${route.method} /v1${route.path}`,
+      )
+      const [functionId] = functionByService(production, route.operationId)
+      expect(method?.props).toMatchObject({
+        OperationName: route.operationId,
+        Integration: { Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST' },
+      })
+      expect(JSON.stringify(method?.props.Integration)).toContain(`"${functionId}","Arn"`)
+    }
+  })
+
+  it('lets API Gateway invoke each function only from its own method of the stage', () => {
+    const permissions = resourcesOf(production, 'AWS::Lambda::Permission').map(([, permission]) =>
+      JSON.stringify(propsOf(permission).SourceArn),
+    )
+    // Three methods and the authorizer; no test-invoke permission open to any stage.
+    expect(permissions).toHaveLength(ROUTES.length + 1)
+    for (const route of ROUTES) {
+      const suffix = `/${route.method}/v1${route.path.replace(/\{\w+\}/g, '*')}"`
+      expect(permissions.some((arn) => arn.includes(suffix))).toBe(true)
+    }
+  })
+})
+
+describe('authorization', () => {
+  it('puts the TOKEN authorizer on the Authorization header in front of every method', () => {
+    const [authorizerId, authorizer] = only(production, 'AWS::ApiGateway::Authorizer')
+    const [authorizerFunctionId] = functionByService(production, 'authorizer')
+    expect(propsOf(authorizer)).toMatchObject({
+      Type: 'TOKEN',
+      IdentitySource: 'method.request.header.Authorization',
+    })
+    expect(JSON.stringify(propsOf(authorizer).AuthorizerUri)).toContain(authorizerFunctionId)
+    for (const { props } of methodsOf(production)) {
+      expect(props).toMatchObject({
+        AuthorizationType: 'CUSTOM',
+        AuthorizerId: { Ref: authorizerId },
+        ApiKeyRequired: true,
+      })
+    }
+  })
+
+  it('takes API keys from the authorizer (usageIdentifierKey), not from x-api-key', () => {
+    const [, api] = only(production, 'AWS::ApiGateway::RestApi')
+    expect(propsOf(api)).toMatchObject({
+      Name: 'petstore-production',
+      ApiKeySourceType: 'AUTHORIZER',
+      EndpointConfiguration: { Types: ['REGIONAL'] },
+    })
+  })
+
+  it('caches authorizer decisions per stage: 5 minutes in production, 1 in staging', () => {
+    expect(propsOf(only(production, 'AWS::ApiGateway::Authorizer')[1])).toMatchObject({
+      AuthorizerResultTtlInSeconds: 300,
+    })
+    expect(propsOf(only(staging, 'AWS::ApiGateway::Authorizer')[1])).toMatchObject({
+      AuthorizerResultTtlInSeconds: 60,
+    })
+  })
+})
+
+describe('gateway responses', () => {
+  const EXPECTED: Record<string, [number, ErrorCode]> = {
+    UNAUTHORIZED: [401, 'unauthorized'],
+    ACCESS_DENIED: [401, 'unauthorized'],
+    INVALID_API_KEY: [401, 'unauthorized'],
+    MISSING_AUTHENTICATION_TOKEN: [404, 'route_not_found'],
+    RESOURCE_NOT_FOUND: [404, 'route_not_found'],
+    THROTTLED: [429, 'rate_limited'],
+    QUOTA_EXCEEDED: [429, 'quota_exceeded'],
+    BAD_REQUEST_BODY: [400, 'validation_failed'],
+    BAD_REQUEST_PARAMETERS: [400, 'validation_failed'],
+    REQUEST_TOO_LARGE: [413, 'payload_too_large'],
+    UNSUPPORTED_MEDIA_TYPE: [415, 'unsupported_media_type'],
+    DEFAULT_4XX: [400, 'validation_failed'],
+    DEFAULT_5XX: [500, 'internal_error'],
+  }
+
+  const responses = () =>
+    new Map(
+      resourcesOf(production, 'AWS::ApiGateway::GatewayResponse').map(([, response]) => [
+        propsOf(response).ResponseType as string,
+        propsOf(response),
+      ]),
+    )
+
+  it('rewrites every API Gateway error the API can produce, and only those', () => {
+    expect([...responses().keys()].sort()).toEqual(Object.keys(EXPECTED).sort())
+  })
+
+  it.each(Object.entries(EXPECTED))(
+    '%s answers %i with the JSON Error body of its code',
+    (type, [status, code]) => {
+      const response = responses().get(type)
+      expect(response?.StatusCode).toBe(String(status))
+      const templates = response?.ResponseTemplates as Record<string, string>
+      expect(Object.keys(templates)).toEqual(['application/json'])
+      expect(JSON.parse(templates['application/json'] as string)).toEqual({
+        code,
+        message: ERROR_MESSAGES[code],
+        status,
+        requestId: '$context.requestId',
+      })
+    },
+  )
+
+  it('sends the bearer challenge with every 401', () => {
+    for (const [type, response] of responses()) {
+      const headers = (response.ResponseParameters ?? {}) as Record<string, string>
+      if (response.StatusCode === '401') {
+        expect(headers['gatewayresponse.header.WWW-Authenticate'], type).toBe(
+          `'${BEARER_CHALLENGE}'`,
+        )
+      } else {
+        expect(headers['gatewayresponse.header.WWW-Authenticate'], type).toBeUndefined()
+      }
+    }
+  })
+
+  it('tells throttled clients when to retry', () => {
+    const retryAfter = (type: string) =>
+      (responses().get(type)?.ResponseParameters as Record<string, string> | undefined)?.[
+        'gatewayresponse.header.Retry-After'
+      ]
+    // A minute for the per-minute limit; some whole number of seconds for the daily quota.
+    expect(retryAfter('THROTTLED')).toBe("'60'")
+    expect(retryAfter('QUOTA_EXCEEDED')).toMatch(/^'[1-9]\d*'$/)
+  })
+})
+
+describe('usage plans', () => {
+  const plansOf = (template: Template) =>
+    new Map(
+      resourcesOf(template, 'AWS::ApiGateway::UsagePlan').map(([, plan]) => {
+        const props = propsOf(plan)
+        const tags = props.Tags as { Key: string; Value: string }[]
+        return [tags.find((tag) => tag.Key === USAGE_PLAN_TAG)?.Value, props]
+      }),
+    )
+
+  // decisions.md: throttle rate = per-minute / 60, burst = per-minute, quota = per-day.
+  const EXPECTED = {
+    free: { RateLimit: 1, BurstLimit: 60, quota: 1_000 },
+    pro: { RateLimit: 5, BurstLimit: 300, quota: 10_000 },
+    business: { RateLimit: 1000 / 60, BurstLimit: 1_000, quota: 100_000 },
+    enterprise: { RateLimit: 5000 / 60, BurstLimit: 5_000, quota: 1_000_000 },
+  }
+
+  it('has Free, Pro, Business and Enterprise per stage, tagged with their plan', () => {
+    for (const [stage, template] of [
+      ['production', production],
+      ['staging', staging],
+    ] as const) {
+      const plans = plansOf(template)
+      expect([...plans.keys()].sort()).toEqual(['business', 'enterprise', 'free', 'pro'])
+      for (const [plan, props] of plans) {
+        expect(props.UsagePlanName).toBe(`petstore-${stage}-${plan}`)
+      }
+    }
+  })
+
+  it.each(Object.entries(EXPECTED))(
+    '%s: throttle and daily quota as decisions.md says',
+    (plan, limits) => {
+      const props = plansOf(production).get(plan)
+      expect(props?.Throttle).toEqual({
+        RateLimit: limits.RateLimit,
+        BurstLimit: limits.BurstLimit,
+      })
+      expect(props?.Quota).toEqual({ Limit: limits.quota, Period: 'DAY' })
+    },
+  )
+
+  it('attaches every plan to the stage of this API', () => {
+    const [apiId] = only(production, 'AWS::ApiGateway::RestApi')
+    const [stageId] = only(production, 'AWS::ApiGateway::Stage')
+    for (const props of plansOf(production).values()) {
+      expect(props.ApiStages).toEqual([
+        expect.objectContaining({ ApiId: { Ref: apiId }, Stage: { Ref: stageId } }),
+      ])
+    }
+  })
+
+  it('takes Enterprise limits from context', () => {
+    const custom = synthesizeApp(
+      { stage: 'production', 'production.enterpriseLimits': '12000/3000000' },
+      { bundle: false },
+    ).stage('production').api
+    const enterprise = plansOf(custom).get('enterprise')
+    expect(enterprise?.Throttle).toEqual({ RateLimit: 200, BurstLimit: 12_000 })
+    expect(enterprise?.Quota).toEqual({ Limit: 3_000_000, Period: 'DAY' })
+    expect(plansOf(custom).get('free')?.Throttle).toEqual({ RateLimit: 1, BurstLimit: 60 })
+  })
+})
+
+describe('stage', () => {
+  it('is named after the environment, traced, logged in JSON and throttled', () => {
+    const [, stage] = only(production, 'AWS::ApiGateway::Stage')
+    const props = propsOf(stage)
+    expect(props).toMatchObject({
+      StageName: 'production',
+      TracingEnabled: true,
+      MethodSettings: [
+        {
+          ResourcePath: '/*',
+          HttpMethod: '*',
+          LoggingLevel: 'ERROR',
+          DataTraceEnabled: false,
+          ThrottlingRateLimit: 500,
+          ThrottlingBurstLimit: 1000,
+        },
+      ],
+    })
+    const accessLogs = props.AccessLogSetting as { Format: string; DestinationArn: unknown }
+    const format = JSON.parse(accessLogs.Format) as Record<string, string>
+    expect(format).toMatchObject({
+      requestId: '$context.requestId',
+      httpMethod: '$context.httpMethod',
+      resourcePath: '$context.resourcePath',
+      status: '$context.status',
+      keyId: '$context.authorizer.principalId',
+    })
+    // The key's id is logged, never the key.
+    expect(accessLogs.Format).not.toContain('$context.identity.apiKey"')
+    const [logGroupId, logGroup] = resourcesOf(production, 'AWS::Logs::LogGroup').find(
+      ([, group]) => propsOf(group).LogGroupName === '/petstore/production/api-access',
+    ) as [string, CfnResource]
+    expect(JSON.stringify(accessLogs.DestinationArn)).toContain(`{"Ref":"${logGroupId}"}`)
+    expect(propsOf(logGroup).RetentionInDays).toBe(90)
+  })
+
+  it('sets the account-wide API Gateway logging role, kept when a stage is deleted', () => {
+    const [, account] = only(production, 'AWS::ApiGateway::Account')
+    const roleId = (propsOf(account).CloudWatchRoleArn as { 'Fn::GetAtt': [string, string] })[
+      'Fn::GetAtt'
+    ][0]
+    expect((production.toJSON().Resources[roleId] as CfnResource).DeletionPolicy).toBe('Retain')
+    const without = synthesizeApp(
+      { stage: 'staging', 'staging.apiGatewayCloudWatchRole': 'false' },
+      { bundle: false },
+    ).stage('staging').api
+    expect(resourcesOf(without, 'AWS::ApiGateway::Account')).toHaveLength(0)
+    expect(resourcesOf(without, 'AWS::IAM::Role')).toHaveLength(ROUTES.length + 1)
+  })
+
+  it('throttles staging lower than production', () => {
+    expect(propsOf(only(staging, 'AWS::ApiGateway::Stage')[1])).toMatchObject({
+      StageName: 'staging',
+      MethodSettings: [{ ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 }],
+    })
+  })
+
+  it('publishes the base address, ending in /v1', () => {
+    const outputs = production.toJSON().Outputs as Record<string, { Value: unknown }>
+    const baseUrl = JSON.stringify(outputs.BaseUrl?.Value)
+    expect(baseUrl).toMatch(/\.execute-api\..*\/v1"\]\]\}$/)
+  })
+
+  it('serves a custom domain at https://{domain}/v1 when the context configures one', () => {
+    const custom = synthesizeApp(
+      {
+        stage: 'production',
+        'production.domainName': 'api.example.com',
+        'production.certificateArn': 'arn:aws:acm:eu-west-1:123456789012:certificate/abc',
+        'production.hostedZoneId': 'Z123456ABCDEFG',
+        'production.hostedZoneName': 'example.com',
+      },
+      { bundle: false },
+    ).stage('production').api
+    expect(propsOf(only(custom, 'AWS::ApiGateway::DomainName')[1])).toMatchObject({
+      DomainName: 'api.example.com',
+      RegionalCertificateArn: 'arn:aws:acm:eu-west-1:123456789012:certificate/abc',
+      EndpointConfiguration: { Types: ['REGIONAL'] },
+      SecurityPolicy: 'TLS_1_2',
+    })
+    const [, mapping] = only(custom, 'AWS::ApiGateway::BasePathMapping')
+    expect(propsOf(mapping).BasePath).toBeUndefined()
+    expect(propsOf(only(custom, 'AWS::Route53::RecordSet')[1])).toMatchObject({
+      Name: 'api.example.com.',
+      Type: 'A',
+      HostedZoneId: 'Z123456ABCDEFG',
+    })
+    const outputs = custom.toJSON().Outputs as Record<string, { Value: unknown }>
+    expect(outputs.BaseUrl?.Value).toBe('https://api.example.com/v1')
+    expect(resourcesOf(production, 'AWS::ApiGateway::DomainName')).toHaveLength(0)
+  })
+})

@@ -1,0 +1,128 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import {
+  PET_TABLE,
+  petTableDefinition,
+  RATE_LIMIT_TABLE,
+  rateLimitTableDefinition,
+} from '../../shared/data/table-schema.ts'
+import {
+  type CfnResource,
+  propsOf,
+  resourcesOf,
+  type SynthesizedApp,
+  synthesizeApp,
+} from './support/synth-app.ts'
+
+let synthesized: SynthesizedApp
+beforeAll(() => {
+  // The data stacks hold no code: no need to bundle the functions here.
+  synthesized = synthesizeApp({}, { bundle: false })
+})
+
+/** The two tables of a stage: the pet table has the status GSI, the rate-limit table has TTL. */
+const tablesOf = (stage: 'staging' | 'production') => {
+  const tables = resourcesOf(synthesized.stage(stage).data, 'AWS::DynamoDB::Table').map(
+    ([, table]) => table,
+  )
+  expect(tables).toHaveLength(2)
+  const pets = tables.find((table) => propsOf(table).GlobalSecondaryIndexes) as CfnResource
+  const rateLimits = tables.find((table) => propsOf(table).TimeToLiveSpecification) as CfnResource
+  expect(pets).toBeDefined()
+  expect(rateLimits).toBeDefined()
+  return { pets, rateLimits }
+}
+
+describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
+  it('pet table: the keys and status GSI the repository and local server use', () => {
+    const { pets } = tablesOf(stage)
+    const definition = petTableDefinition('any')
+    expect(propsOf(pets)).toMatchObject({
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: definition.KeySchema,
+      GlobalSecondaryIndexes: definition.GlobalSecondaryIndexes,
+    })
+    expect(propsOf(pets).AttributeDefinitions).toEqual(
+      expect.arrayContaining(definition.AttributeDefinitions ?? []),
+    )
+    // Spelled out as well: partition key pk (S), GSI status (S) / id (N), all attributes.
+    expect(propsOf(pets)).toMatchObject({
+      KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: PET_TABLE.statusIndex.name,
+          KeySchema: [
+            { AttributeName: 'status', KeyType: 'HASH' },
+            { AttributeName: 'id', KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'ALL' },
+        },
+      ],
+    })
+    expect(propsOf(pets).AttributeDefinitions).toEqual(
+      expect.arrayContaining([
+        { AttributeName: 'pk', AttributeType: 'S' },
+        { AttributeName: 'status', AttributeType: 'S' },
+        { AttributeName: 'id', AttributeType: 'N' },
+      ]),
+    )
+  })
+
+  it('pet table: encrypted at rest and recoverable to any point in time', () => {
+    const { pets } = tablesOf(stage)
+    expect(propsOf(pets)).toMatchObject({
+      SSESpecification: { SSEEnabled: true },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    })
+  })
+
+  it('rate-limit table: on demand, encrypted, counters expire by TTL', () => {
+    const { rateLimits } = tablesOf(stage)
+    expect(propsOf(rateLimits)).toMatchObject({
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: rateLimitTableDefinition('any').KeySchema,
+      AttributeDefinitions: [{ AttributeName: RATE_LIMIT_TABLE.partitionKey, AttributeType: 'S' }],
+      SSESpecification: { SSEEnabled: true },
+      TimeToLiveSpecification: { AttributeName: RATE_LIMIT_TABLE.ttlAttribute, Enabled: true },
+    })
+    expect(propsOf(rateLimits).TimeToLiveSpecification).toEqual({
+      AttributeName: 'expiresAt',
+      Enabled: true,
+    })
+  })
+
+  it('names no table, so CloudFormation can replace one and two stages can share an account', () => {
+    const { pets, rateLimits } = tablesOf(stage)
+    expect(propsOf(pets).TableName).toBeUndefined()
+    expect(propsOf(rateLimits).TableName).toBeUndefined()
+  })
+
+  it('creates no custom resource for the id counter: the allocator creates it lazily', () => {
+    const types = Object.values(
+      synthesized.stage(stage).data.toJSON().Resources as Record<string, CfnResource>,
+    ).map((resource) => resource.Type)
+    expect(types.sort()).toEqual(['AWS::DynamoDB::Table', 'AWS::DynamoDB::Table'])
+  })
+})
+
+describe('data retention', () => {
+  it('production keeps its pets: RETAIN on delete and replace, deletion protection', () => {
+    const { pets } = tablesOf('production')
+    expect(pets.DeletionPolicy).toBe('Retain')
+    expect(pets.UpdateReplacePolicy).toBe('Retain')
+    expect(propsOf(pets).DeletionProtectionEnabled).toBe(true)
+  })
+
+  it('staging may be destroyed with its stack', () => {
+    const { pets } = tablesOf('staging')
+    expect(pets.DeletionPolicy).toBe('Delete')
+    expect(propsOf(pets).DeletionProtectionEnabled).toBe(false)
+  })
+
+  it('rate-limit counters are disposable in every stage', () => {
+    for (const stage of ['staging', 'production'] as const) {
+      const { rateLimits } = tablesOf(stage)
+      expect(rateLimits.DeletionPolicy).toBe('Delete')
+      expect(propsOf(rateLimits).DeletionProtectionEnabled).toBe(false)
+    }
+  })
+})

@@ -1,0 +1,168 @@
+import type { Template } from 'aws-cdk-lib/assertions'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { ROUTES } from '../../shared/config/routes-config.ts'
+import {
+  AUTHORIZER_METRICS,
+  AUTHORIZER_OPERATION,
+  METRICS_SERVICE,
+  OPERATION_DIMENSION,
+} from '../../shared/observability/metrics.ts'
+import {
+  type CfnResource,
+  propsOf,
+  resourcesOf,
+  type SynthesizedApp,
+  synthesizeApp,
+} from './support/synth-app.ts'
+
+interface MetricStat {
+  Metric: {
+    Namespace: string
+    MetricName: string
+    Dimensions: { Name: string; Value: unknown }[]
+  }
+  Stat: string
+}
+interface AlarmProps {
+  MetricName?: string
+  Namespace?: string
+  Statistic?: string
+  Dimensions?: { Name: string; Value: unknown }[]
+  Metrics?: { Id: string; Expression?: string; MetricStat?: MetricStat }[]
+  Threshold: number
+  AlarmActions: unknown[]
+  OKActions: unknown[]
+}
+
+let synthesized: SynthesizedApp
+let production: Template
+beforeAll(() => {
+  synthesized = synthesizeApp(
+    { 'production.alarmEmail': 'oncall@example.com' },
+    // Alarms and dashboards only: no need to bundle the functions here.
+    { bundle: false },
+  )
+  production = synthesized.stage('production').api
+})
+
+const alarmsOf = (template: Template): AlarmProps[] =>
+  resourcesOf(template, 'AWS::CloudWatch::Alarm').map(([, alarm]) => propsOf(alarm) as never)
+
+/** The metrics an alarm reads, as "Namespace/MetricName" (math expressions: every input). */
+const metricNamesOf = (alarm: AlarmProps): string[] =>
+  alarm.MetricName
+    ? [`${alarm.Namespace}/${alarm.MetricName}`]
+    : (alarm.Metrics ?? []).flatMap((metric) =>
+        metric.MetricStat
+          ? [`${metric.MetricStat.Metric.Namespace}/${metric.MetricStat.Metric.MetricName}`]
+          : [],
+      )
+
+const findAlarm = (template: Template, metric: string): AlarmProps => {
+  const alarm = alarmsOf(template).find((candidate) => metricNamesOf(candidate).includes(metric))
+  expect(alarm, metric).toBeDefined()
+  return alarm as AlarmProps
+}
+
+describe('alarms', () => {
+  it('watches the 5xx rate of the stage', () => {
+    const alarm = findAlarm(production, 'AWS/ApiGateway/5XXError')
+    const [[stageId]] = resourcesOf(production, 'AWS::ApiGateway::Stage') as [[string, CfnResource]]
+    // Average of 0/1 per response: the share of 5xx responses.
+    expect(alarm).toMatchObject({ Statistic: 'Average', Threshold: 0.05 })
+    expect(alarm.Dimensions).toEqual(
+      expect.arrayContaining([
+        { Name: 'ApiName', Value: 'petstore-production' },
+        { Name: 'Stage', Value: { Ref: stageId } },
+      ]),
+    )
+  })
+
+  it('watches authorizer failures (not rejected keys) in the stage namespace', () => {
+    const alarm = findAlarm(production, `Petstore/production/${AUTHORIZER_METRICS.failed}`)
+    expect(alarm).toMatchObject({ Statistic: 'Sum', Threshold: 1 })
+    expect(alarm.Dimensions).toEqual(
+      expect.arrayContaining([
+        { Name: 'service', Value: METRICS_SERVICE },
+        { Name: OPERATION_DIMENSION, Value: AUTHORIZER_OPERATION },
+      ]),
+    )
+    // Staging metrics live in their own namespace: they can never trip production alarms.
+    findAlarm(synthesized.stage('staging').api, `Petstore/staging/${AUTHORIZER_METRICS.failed}`)
+  })
+
+  it('watches Lambda throttles of every function, the authorizer included', () => {
+    const alarm = findAlarm(production, 'AWS/Lambda/Throttles')
+    expect(metricNamesOf(alarm)).toHaveLength(ROUTES.length + 1)
+    expect(alarm.Threshold).toBe(1)
+  })
+
+  it('watches DynamoDB throttles on both tables', () => {
+    const tableAlarms = alarmsOf(production).filter((alarm) =>
+      metricNamesOf(alarm).includes('AWS/DynamoDB/ThrottledRequests'),
+    )
+    const tables = tableAlarms.map((alarm) =>
+      JSON.stringify(alarm.Metrics?.[1]?.MetricStat?.Metric.Dimensions),
+    )
+    expect(tables).toHaveLength(2)
+    expect(tables.some((text) => text.includes('PetTable'))).toBe(true)
+    expect(tables.some((text) => text.includes('RateLimitTable'))).toBe(true)
+  })
+
+  it('notifies the stage topic on alarm and on recovery', () => {
+    const [[topicId]] = resourcesOf(production, 'AWS::SNS::Topic') as [[string, CfnResource]]
+    const alarms = alarmsOf(production)
+    expect(alarms).toHaveLength(5)
+    for (const alarm of alarms) {
+      expect(alarm.AlarmActions).toEqual([{ Ref: topicId }])
+      expect(alarm.OKActions).toEqual([{ Ref: topicId }])
+    }
+  })
+})
+
+describe('alarm notifications', () => {
+  it('subscribes the alarm email when the context sets one', () => {
+    const subscriptions = resourcesOf(production, 'AWS::SNS::Subscription')
+    expect(subscriptions.map(([, subscription]) => propsOf(subscription))).toEqual([
+      expect.objectContaining({ Protocol: 'email', Endpoint: 'oncall@example.com' }),
+    ])
+    expect(resourcesOf(synthesized.stage('staging').api, 'AWS::SNS::Subscription')).toHaveLength(0)
+  })
+
+  it('accepts only TLS publishers on the topic', () => {
+    const [[, policy]] = resourcesOf(production, 'AWS::SNS::TopicPolicy') as [[string, CfnResource]]
+    expect(JSON.stringify(propsOf(policy))).toContain('"aws:SecureTransport":"false"')
+  })
+})
+
+describe('dashboard', () => {
+  it('has one per stage with API, function, authorizer and throttle graphs', () => {
+    const [[, dashboard]] = resourcesOf(production, 'AWS::CloudWatch::Dashboard') as [
+      [string, CfnResource],
+    ]
+    expect(propsOf(dashboard).DashboardName).toBe('petstore-production')
+    const body = JSON.stringify(propsOf(dashboard).DashboardBody)
+    for (const title of [
+      'API requests and errors',
+      'API latency (ms)',
+      'Lambda errors',
+      'Authorizer outcomes',
+      'Throttles',
+      'Alarms',
+    ]) {
+      expect(body).toContain(title)
+    }
+  })
+})
+
+describe('tracing', () => {
+  it('traces the stage and every function with X-Ray', () => {
+    const [[, stage]] = resourcesOf(production, 'AWS::ApiGateway::Stage') as [[string, CfnResource]]
+    expect(propsOf(stage).TracingEnabled).toBe(true)
+    const functions = resourcesOf(production, 'AWS::Lambda::Function')
+    expect(functions).toHaveLength(ROUTES.length + 1)
+    for (const [, fn] of functions) {
+      expect(propsOf(fn).TracingConfig).toEqual({ Mode: 'Active' })
+    }
+  })
+})
