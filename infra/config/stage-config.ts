@@ -213,9 +213,5 @@ export const readStageConfig = (context: ContextReader, stage: StageName): Stage
   }
 }
 
-/** `perMinute/perDay`, the ENTERPRISE_LIMITS format the authorizer parses. */
-export const formatPlanLimits = ({ perMinute, perDay }: PlanLimits): string =>
-  `${perMinute}/${perDay}`
-
 /** Per-stage CloudWatch namespace: two stages in one account must not share metrics or alarms. */
 export const metricsNamespace = (stage: StageName): string => `Petstore/${stage}`

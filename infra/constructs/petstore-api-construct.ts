@@ -24,7 +24,11 @@ import { LogGroup } from 'aws-cdk-lib/aws-logs'
 import { ARecord, HostedZone, RecordTarget } from 'aws-cdk-lib/aws-route53'
 import { ApiGatewayDomain } from 'aws-cdk-lib/aws-route53-targets'
 import { Construct } from 'constructs'
-import { type PlanName, USAGE_PLAN_TAG } from '../../shared/config/plans-config.ts'
+import {
+  formatPlanLimits,
+  type PlanName,
+  USAGE_PLAN_TAG,
+} from '../../shared/config/plans-config.ts'
 import {
   API_VERSION_PATH,
   AUTHORIZER_ENTRY,
@@ -40,7 +44,7 @@ import {
   gatewayHeaderValue,
   gatewayResponseBody,
 } from '../config/gateway-responses-config.ts'
-import { formatPlanLimits, metricsNamespace, type StageConfig } from '../config/stage-config.ts'
+import { metricsNamespace, type StageConfig } from '../config/stage-config.ts'
 import { usagePlanSpecs } from '../config/usage-plans-config.ts'
 import { PetstoreFunction } from './petstore-function-construct.ts'
 

@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { keyFingerprint } from '../../shared/auth/key-store.ts'
-import { PLAN_NAMES } from '../../shared/config/plans-config.ts'
+import { formatPlanLimits, PLAN_NAMES } from '../../shared/config/plans-config.ts'
 import { API_VERSION_PATH, functionEntry, ROUTES } from '../../shared/config/routes-config.ts'
 import { petTableDefinition, rateLimitTableDefinition } from '../../shared/data/table-schema.ts'
 import {
@@ -62,7 +62,7 @@ const functionEnvironment = (config: LocalConfig, endpoint: string, embedded: bo
   env.TABLE_NAME = LOCAL_TABLES.pets
   env.RATE_LIMIT_TABLE_NAME = LOCAL_TABLES.rateLimits
   env.DYNAMODB_ENDPOINT = endpoint
-  env.ENTERPRISE_LIMITS = `${config.enterpriseLimits.perMinute}/${config.enterpriseLimits.perDay}`
+  env.ENTERPRISE_LIMITS = formatPlanLimits(config.enterpriseLimits)
   env.AWS_REGION ??= 'us-east-1'
   if (embedded || !env.AWS_ACCESS_KEY_ID) {
     // The embedded DynamoDB accepts any credentials; the SDK insists on having some.

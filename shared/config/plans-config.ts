@@ -54,3 +54,7 @@ export const parsePlanLimits = (text: string): PlanLimits => {
   }
   return { perMinute, perDay }
 }
+
+/** The inverse of parsePlanLimits: the ENTERPRISE_LIMITS format. */
+export const formatPlanLimits = ({ perMinute, perDay }: PlanLimits): string =>
+  `${perMinute}/${perDay}`
