@@ -1,4 +1,4 @@
-import { z } from 'zod'
+import * as z from 'zod/mini'
 import { ERROR_STATUS, type ErrorCode } from '../errors/error-codes.ts'
 
 const ERROR_CODES = Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]
@@ -7,8 +7,8 @@ const ERROR_CODES = Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]
 export const ErrorSchema = z.object({
   code: z.enum(ERROR_CODES),
   message: z.string(),
-  status: z.number().int(),
-  details: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
-  requestId: z.string().optional(),
+  status: z.int(),
+  details: z.optional(z.array(z.object({ field: z.string(), message: z.string() }))),
+  requestId: z.optional(z.string()),
 })
 export type ErrorBody = z.infer<typeof ErrorSchema>

@@ -1,16 +1,16 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda'
-import type { z } from 'zod'
+import type * as z from 'zod/mini'
 import { type ErrorDetail, validationFailed } from '../errors/http-error.ts'
 import type { ApiEvent, ApiMiddleware } from './http-types.ts'
 
 export interface RequestSchemas {
-  body?: z.ZodType
-  query?: z.ZodType
-  path?: z.ZodType
+  body?: z.ZodMiniType
+  query?: z.ZodMiniType
+  path?: z.ZodMiniType
 }
 
 export type RequestInput<S extends RequestSchemas> = {
-  [K in keyof S]: S[K] extends z.ZodType ? z.output<S[K]> : never
+  [K in keyof S]: S[K] extends z.ZodMiniType ? z.output<S[K]> : never
 }
 
 /** Query values as given: one string, or an array when the parameter was repeated. */
@@ -27,7 +27,7 @@ const queryOf = (event: APIGatewayProxyEvent): Record<string, string | string[]>
   return result
 }
 
-const detailsOf = (error: z.ZodError): ErrorDetail[] =>
+const detailsOf = (error: z.core.$ZodError): ErrorDetail[] =>
   error.issues.flatMap((issue) => {
     const at = issue.path.map(String).join('.')
     if (issue.code === 'unrecognized_keys') {

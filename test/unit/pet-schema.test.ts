@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { z } from 'zod'
+import type * as z from 'zod/mini'
 import {
   INT64_MAX,
   INT64_MIN,
@@ -11,7 +11,7 @@ import {
 } from '../../shared/domain/pet-schema.ts'
 
 /** The fields a failed parse names (the 400 details), or undefined when it passed. */
-const failedFields = (schema: z.ZodType, input: unknown): string[] | undefined => {
+const failedFields = (schema: z.ZodMiniType, input: unknown): string[] | undefined => {
   const result = schema.safeParse(input)
   if (result.success) return undefined
   return result.error.issues
@@ -21,7 +21,7 @@ const failedFields = (schema: z.ZodType, input: unknown): string[] | undefined =
     .sort()
 }
 
-const messageFor = (schema: z.ZodType, input: unknown, field: string): string | undefined => {
+const messageFor = (schema: z.ZodMiniType, input: unknown, field: string): string | undefined => {
   const result = schema.safeParse(input)
   return result.error?.issues.find((issue) => issue.path.join('.') === field)?.message
 }
