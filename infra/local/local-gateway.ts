@@ -65,6 +65,15 @@ const compile = (route: Route): CompiledRoute => {
 
 const COMPILED = ROUTES.map(compile)
 
+/** Malformed percent-encoding reaches the function as written (and fails its validation: 400). */
+const safeDecode = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
 const send = (res: ServerResponse, result: APIGatewayProxyResult, requestId: string): void => {
   const body = result.isBase64Encoded
     ? Buffer.from(result.body, 'base64')
@@ -204,9 +213,7 @@ export const createLocalGateway = ({
     if (parameterNames.length > 0) {
       pathParameters = {}
       parameterNames.forEach((name, index) => {
-        ;(pathParameters as Record<string, string>)[name] = decodeURIComponent(
-          match.values[index] ?? '',
-        )
+        ;(pathParameters as Record<string, string>)[name] = safeDecode(match.values[index] ?? '')
       })
     }
     const query = queryOf(url)

@@ -301,7 +301,7 @@ describe('GET /v1/pets/{petId} (getPet, deprecated)', () => {
     expectError(await api.get('/pets/9223372036854775807'), 404, 'pet_not_found')
   })
 
-  it.each(['abc', '0', '-1', '1.5', '1e3', '9223372036854775808'])(
+  it.each(['abc', '0', '-1', '1.5', '1e3', '9223372036854775808', '%E0%A4%A', '%20', '1%2F2'])(
     'answers 400 validation_failed for petId %s',
     async (petId) => {
       const error = expectError(await api.get(`/pets/${petId}`), 400, 'validation_failed')
