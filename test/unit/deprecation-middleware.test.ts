@@ -11,15 +11,8 @@ import {
   type RequestInput,
   validateRequestMiddleware,
 } from '../../shared/middleware/validate-request-middleware.ts'
-import type { AppLogger } from '../../shared/observability/logger.ts'
 import { type Clock, fixedClock } from '../../shared/time/clock.ts'
-
-const fakeLogger = (): AppLogger => ({
-  debug: vi.fn(),
-  info: vi.fn(),
-  warn: vi.fn(),
-  error: vi.fn(),
-})
+import { fakeLogger } from '../support/fake-logger.ts'
 
 const { deprecation } = routeOf('getPet')
 const SUNSET_MS = Date.UTC(2030, 11, 5) // 5 December 2030, 00:00:00 UTC (interface section 4.3)

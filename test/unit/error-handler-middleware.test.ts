@@ -1,12 +1,11 @@
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda'
-import { describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ERROR_MESSAGES, ERROR_STATUS, type ErrorCode } from '../../shared/errors/error-codes.ts'
 import { HttpError, retryAfterHeaders } from '../../shared/errors/http-error.ts'
 import { JSON_CONTENT_TYPE } from '../../shared/http/http-response.ts'
 import { httpPipeline } from '../../shared/middleware/http-pipeline.ts'
 import type { ApiEvent } from '../../shared/middleware/http-types.ts'
-
-const fakeLogger = () => ({ debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() })
+import { fakeLogger } from '../support/fake-logger.ts'
 
 const REQUEST_ID = 'c0ffee00-1111-2222-3333-444455556666'
 

@@ -14,6 +14,7 @@ import {
   type RateLimiter,
   suspendedDecision,
 } from '../../shared/rate-limit/rate-limiter.ts'
+import { fakeLogger } from '../support/fake-logger.ts'
 
 const NOW = Date.parse('2026-03-14T10:00:18Z')
 const FREE = { perMinute: 60, perDay: 1_000 }
@@ -80,8 +81,6 @@ const fixedLimiter = (result: RateLimitDecision | Error) => ({
     return result
   }),
 })
-
-const fakeLogger = () => ({ debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() })
 
 const pipelineWith = (
   limiter: RateLimiter,

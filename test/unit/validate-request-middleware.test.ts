@@ -9,14 +9,7 @@ import {
   type RequestInput,
   validateRequestMiddleware,
 } from '../../shared/middleware/validate-request-middleware.ts'
-import type { AppLogger } from '../../shared/observability/logger.ts'
-
-const fakeLogger = (): AppLogger => ({
-  debug: vi.fn(),
-  info: vi.fn(),
-  warn: vi.fn(),
-  error: vi.fn(),
-})
+import { fakeLogger } from '../support/fake-logger.ts'
 
 /** A minimal REST (payload v1) event. */
 const restEvent = (overrides: Partial<APIGatewayProxyEvent> = {}): ApiEvent<never> =>
