@@ -88,3 +88,24 @@ export const lambdaContext = (
   fail: () => undefined,
   succeed: () => undefined,
 })
+
+/** The request id of minimalRestEvent. */
+export const MINIMAL_REQUEST_ID = 'c0ffee00-1111-2222-3333-444455556666'
+
+/** A bare REST (payload v1) event for middleware unit tests: GET /v1/pets, no headers. */
+export const minimalRestEvent = (overrides: Partial<APIGatewayProxyEvent> = {}): ApiEvent<never> =>
+  ({
+    httpMethod: 'GET',
+    path: '/v1/pets',
+    resource: '/pets',
+    headers: {},
+    multiValueHeaders: {},
+    queryStringParameters: null,
+    multiValueQueryStringParameters: null,
+    pathParameters: null,
+    stageVariables: null,
+    body: null,
+    isBase64Encoded: false,
+    requestContext: { requestId: MINIMAL_REQUEST_ID, path: '/v1/pets', httpMethod: 'GET' },
+    ...overrides,
+  }) as unknown as ApiEvent<never>

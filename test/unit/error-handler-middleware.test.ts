@@ -5,26 +5,12 @@ import { HttpError, retryAfterHeaders } from '../../shared/errors/http-error.ts'
 import { JSON_CONTENT_TYPE } from '../../shared/http/http-response.ts'
 import { httpPipeline } from '../../shared/middleware/http-pipeline.ts'
 import type { ApiEvent } from '../../shared/middleware/http-types.ts'
+import { MINIMAL_REQUEST_ID, minimalRestEvent } from '../support/api-gateway-events.ts'
 import { fakeLogger } from '../support/fake-logger.ts'
 
-const REQUEST_ID = 'c0ffee00-1111-2222-3333-444455556666'
+const REQUEST_ID = MINIMAL_REQUEST_ID
 
-const restEvent = (overrides: Partial<APIGatewayProxyEvent> = {}): ApiEvent<never> =>
-  ({
-    httpMethod: 'GET',
-    path: '/v1/pets',
-    resource: '/pets',
-    headers: {},
-    multiValueHeaders: {},
-    queryStringParameters: null,
-    multiValueQueryStringParameters: null,
-    pathParameters: null,
-    stageVariables: null,
-    body: null,
-    isBase64Encoded: false,
-    requestContext: { requestId: REQUEST_ID, path: '/v1/pets', httpMethod: 'GET' },
-    ...overrides,
-  }) as unknown as ApiEvent<never>
+const restEvent = minimalRestEvent
 
 /** Runs a handler that throws `thrown` through the shared pipeline. */
 const respondTo = async (thrown: unknown, event: ApiEvent<never> = restEvent()) => {

@@ -9,25 +9,11 @@ import {
   type RequestInput,
   validateRequestMiddleware,
 } from '../../shared/middleware/validate-request-middleware.ts'
+import { MINIMAL_REQUEST_ID, minimalRestEvent } from '../support/api-gateway-events.ts'
 import { fakeLogger } from '../support/fake-logger.ts'
 
-/** A minimal REST (payload v1) event. */
 const restEvent = (overrides: Partial<APIGatewayProxyEvent> = {}): ApiEvent<never> =>
-  ({
-    httpMethod: 'GET',
-    path: '/v1/pets',
-    resource: '/pets',
-    headers: { 'Content-Type': 'application/json' },
-    multiValueHeaders: {},
-    queryStringParameters: null,
-    multiValueQueryStringParameters: null,
-    pathParameters: null,
-    stageVariables: null,
-    body: null,
-    isBase64Encoded: false,
-    requestContext: { requestId: 'req-validate-1', path: '/v1/pets', httpMethod: 'GET' },
-    ...overrides,
-  }) as unknown as ApiEvent<never>
+  minimalRestEvent({ headers: { 'Content-Type': 'application/json' }, ...overrides })
 
 const parse = async (response: {
   statusCode: number
@@ -91,7 +77,7 @@ const expectValidationFailed = (response: Awaited<ReturnType<typeof parse>>): vo
   expect(response.json).toMatchObject({
     code: 'validation_failed',
     status: 400,
-    requestId: 'req-validate-1',
+    requestId: MINIMAL_REQUEST_ID,
   })
   expect(typeof response.json.message).toBe('string')
   for (const detail of response.json.details ?? []) {
