@@ -17,6 +17,7 @@ import { LocalKeyStore } from '../infra/local/local-key-store.ts'
 import { petTableDefinition, rateLimitTableDefinition } from '../shared/data/table-schema.ts'
 import { logger } from '../shared/observability/logger.ts'
 import { petFunctionDependencies } from '../shared/runtime/function-dependencies.ts'
+import { percentile } from './bench-stats.ts'
 
 const requests = Number(process.argv[2] ?? 1_000)
 const KEY = 'bench-enterprise-0123456789abcdef'
@@ -63,9 +64,6 @@ const serve = async (withLimiter: boolean) => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` }
 }
-
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN
 
 const time = async (label: string, call: () => Promise<Response>) => {
   for (let i = 0; i < 50; i += 1) await (await call()).arrayBuffer()

@@ -9,12 +9,10 @@ import { ensureTable, IN_MEMORY, startEmbeddedDynamo } from '../infra/local/embe
 import { createDocumentClient } from '../shared/data/dynamo-client.ts'
 import { rateLimitTableDefinition } from '../shared/data/table-schema.ts'
 import { DynamoRateLimiter, type RateLimitDecision } from '../shared/rate-limit/rate-limiter.ts'
+import { percentile } from './bench-stats.ts'
 
 const calls = Number(process.argv[2] ?? 1_000)
 const WARM_UP = 50
-
-const percentile = (sorted: number[], p: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN
 
 const measure = async (
   label: string,

@@ -156,8 +156,9 @@ const lambdaContext = (functionName: string, requestId: string): Context => {
 const unauthorized = () =>
   new HttpError('unauthorized', { headers: { 'WWW-Authenticate': BEARER_CHALLENGE } })
 
-const gatewayError = (error: HttpError, requestId: string): APIGatewayProxyResult =>
-  errorResponse(error, requestId)
+/** A gateway response: the API's Error body, as the CDK stack's gateway responses render it. */
+const sendError = (res: ServerResponse, error: HttpError, requestId: string): void =>
+  send(res, errorResponse(error, requestId), requestId)
 
 export const createLocalGateway = ({
   handlers,
@@ -170,8 +171,7 @@ export const createLocalGateway = ({
     const url = new URL(req.url ?? '/', 'http://local')
     const method = (req.method ?? 'GET').toUpperCase()
     const body = await readBody(req)
-    if (body === undefined)
-      return send(res, gatewayError(new HttpError('payload_too_large'), requestId), requestId)
+    if (body === undefined) return sendError(res, new HttpError('payload_too_large'), requestId)
 
     // Unknown paths and methods: API Gateway's MISSING_AUTHENTICATION_TOKEN, answered before auth.
     let match: { compiled: CompiledRoute; values: string[] } | undefined
@@ -179,13 +179,12 @@ export const createLocalGateway = ({
       const found = compiled.pattern.exec(url.pathname)
       if (found && compiled.route.method === method) match = { compiled, values: found.slice(1) }
     }
-    if (!match)
-      return send(res, gatewayError(new HttpError('route_not_found'), requestId), requestId)
+    if (!match) return sendError(res, new HttpError('route_not_found'), requestId)
     const { route, resource, parameterNames } = match.compiled
 
     const { headers, multiValueHeaders } = headersOf(req)
     const authorization = req.headers.authorization
-    if (!authorization) return send(res, gatewayError(unauthorized(), requestId), requestId)
+    if (!authorization) return sendError(res, unauthorized(), requestId)
 
     let authorized: APIGatewayAuthorizerResult
     try {
@@ -199,15 +198,15 @@ export const createLocalGateway = ({
       )
     } catch (error) {
       if ((error as Error)?.message === 'Unauthorized') {
-        return send(res, gatewayError(unauthorized(), requestId), requestId)
+        return sendError(res, unauthorized(), requestId)
       }
       onError('Authorizer failed', error)
-      return send(res, gatewayError(new HttpError('internal_error'), requestId), requestId)
+      return sendError(res, new HttpError('internal_error'), requestId)
     }
     const allowed = authorized.policyDocument.Statement.some(
       (statement) => statement.Effect === 'Allow',
     )
-    if (!allowed) return send(res, gatewayError(unauthorized(), requestId), requestId)
+    if (!allowed) return sendError(res, unauthorized(), requestId)
 
     let pathParameters: Record<string, string> | null = null
     if (parameterNames.length > 0) {
@@ -273,7 +272,7 @@ export const createLocalGateway = ({
     } catch (error) {
       // A function that throws past its error middleware: API Gateway's DEFAULT_5XX.
       onError(`Function ${route.functionName} failed`, error)
-      result = gatewayError(new HttpError('internal_error'), requestId)
+      result = errorResponse(new HttpError('internal_error'), requestId)
     }
     send(res, result, requestId)
   }
@@ -281,8 +280,7 @@ export const createLocalGateway = ({
   return (req, res) => {
     handle(req, res).catch((error: unknown) => {
       onError('Local gateway failed', error)
-      if (!res.headersSent)
-        send(res, gatewayError(new HttpError('internal_error'), 'local'), 'local')
+      if (!res.headersSent) sendError(res, new HttpError('internal_error'), 'local')
       else res.destroy()
     })
   }
