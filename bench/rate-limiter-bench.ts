@@ -5,10 +5,10 @@
  * Run: npx tsx bench/rate-limiter-bench.ts [calls]
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
-import { ensureTable, IN_MEMORY, startEmbeddedDynamo } from '../infra/local/embedded-dynamo.ts'
-import { createDocumentClient } from '../shared/data/dynamo-client.ts'
-import { rateLimitTableDefinition } from '../shared/data/table-schema.ts'
-import { DynamoRateLimiter, type RateLimitDecision } from '../shared/rate-limit/rate-limiter.ts'
+import { ensureTable, IN_MEMORY, startEmbeddedDynamo } from '#local/embedded-dynamo.ts'
+import { createDocumentClient } from '#shared/data/dynamo-client.ts'
+import { rateLimitTableDefinition } from '#shared/data/table-schema.ts'
+import { DynamoRateLimiter, type RateLimitDecision } from '#shared/rate-limit/rate-limiter.ts'
 import { percentile } from './bench-stats.ts'
 
 const calls = Number(process.argv[2] ?? 1_000)

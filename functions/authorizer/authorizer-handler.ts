@@ -4,10 +4,10 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from 'aws-lambda'
-import { isWellFormedApiKey, parseBearerToken } from '../../shared/auth/bearer-token.ts'
-import { toAuthorizerContext } from '../../shared/auth/key-context.ts'
-import { type KeyScope, type KeyStore, keyFingerprint } from '../../shared/auth/key-store.ts'
-import type { AppLogger } from '../../shared/observability/logger.ts'
+import { isWellFormedApiKey, parseBearerToken } from '#shared/auth/bearer-token.ts'
+import { toAuthorizerContext } from '#shared/auth/key-context.ts'
+import { type KeyScope, type KeyStore, keyFingerprint } from '#shared/auth/key-store.ts'
+import type { AppLogger } from '#shared/observability/logger.ts'
 
 export interface AuthorizerDependencies {
   keyStore: KeyStore

@@ -1,13 +1,13 @@
-import type { PetRepository } from '../../shared/data/pet-repository.ts'
-import { NewPetSchema } from '../../shared/domain/pet-schema.ts'
-import { baseUrlOf } from '../../shared/http/http-headers.ts'
-import { jsonResponse } from '../../shared/http/http-response.ts'
-import { type HttpPipelineOptions, httpPipeline } from '../../shared/middleware/http-pipeline.ts'
-import { jsonBodyMiddleware } from '../../shared/middleware/json-body-middleware.ts'
+import type { PetRepository } from '#shared/data/pet-repository.ts'
+import { NewPetSchema } from '#shared/domain/pet-schema.ts'
+import { baseUrlOf } from '#shared/http/http-headers.ts'
+import { jsonResponse } from '#shared/http/http-response.ts'
+import { type HttpPipelineOptions, httpPipeline } from '#shared/middleware/http-pipeline.ts'
+import { jsonBodyMiddleware } from '#shared/middleware/json-body-middleware.ts'
 import {
   type RequestInput,
   validateRequestMiddleware,
-} from '../../shared/middleware/validate-request-middleware.ts'
+} from '#shared/middleware/validate-request-middleware.ts'
 
 const input = { body: NewPetSchema }
 

@@ -1,15 +1,15 @@
-import { routeOf } from '../../shared/config/routes-config.ts'
-import type { PetRepository } from '../../shared/data/pet-repository.ts'
-import { PetPathSchema } from '../../shared/domain/pet-schema.ts'
-import { HttpError } from '../../shared/errors/http-error.ts'
-import { jsonResponse } from '../../shared/http/http-response.ts'
-import { deprecationMiddleware } from '../../shared/middleware/deprecation-middleware.ts'
-import { type HttpPipelineOptions, httpPipeline } from '../../shared/middleware/http-pipeline.ts'
+import { routeOf } from '#shared/config/routes-config.ts'
+import type { PetRepository } from '#shared/data/pet-repository.ts'
+import { PetPathSchema } from '#shared/domain/pet-schema.ts'
+import { HttpError } from '#shared/errors/http-error.ts'
+import { jsonResponse } from '#shared/http/http-response.ts'
+import { deprecationMiddleware } from '#shared/middleware/deprecation-middleware.ts'
+import { type HttpPipelineOptions, httpPipeline } from '#shared/middleware/http-pipeline.ts'
 import {
   type RequestInput,
   validateRequestMiddleware,
-} from '../../shared/middleware/validate-request-middleware.ts'
-import type { Clock } from '../../shared/time/clock.ts'
+} from '#shared/middleware/validate-request-middleware.ts'
+import type { Clock } from '#shared/time/clock.ts'
 
 const input = { path: PetPathSchema }
 const { deprecation } = routeOf('getPet')

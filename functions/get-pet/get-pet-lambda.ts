@@ -1,4 +1,4 @@
-import { petFunctionDependencies } from '../../shared/runtime/function-dependencies.ts'
+import { petFunctionDependencies } from '#functions/pet-function-dependencies.ts'
 import { createGetPetHandler } from './get-pet-handler.ts'
 
 export const handler = createGetPetHandler(petFunctionDependencies('getPet'))

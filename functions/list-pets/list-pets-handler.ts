@@ -1,14 +1,14 @@
-import type { CursorCodec } from '../../shared/data/cursor-codec.ts'
-import type { PetRepository } from '../../shared/data/pet-repository.ts'
-import { ListPetsQuerySchema, type PetStatus } from '../../shared/domain/pet-schema.ts'
-import { validationFailed } from '../../shared/errors/http-error.ts'
-import { baseUrlOf } from '../../shared/http/http-headers.ts'
-import { jsonResponse } from '../../shared/http/http-response.ts'
-import { type HttpPipelineOptions, httpPipeline } from '../../shared/middleware/http-pipeline.ts'
+import type { CursorCodec } from '#shared/data/cursor-codec.ts'
+import type { PetRepository } from '#shared/data/pet-repository.ts'
+import { ListPetsQuerySchema, type PetStatus } from '#shared/domain/pet-schema.ts'
+import { validationFailed } from '#shared/errors/http-error.ts'
+import { baseUrlOf } from '#shared/http/http-headers.ts'
+import { jsonResponse } from '#shared/http/http-response.ts'
+import { type HttpPipelineOptions, httpPipeline } from '#shared/middleware/http-pipeline.ts'
 import {
   type RequestInput,
   validateRequestMiddleware,
-} from '../../shared/middleware/validate-request-middleware.ts'
+} from '#shared/middleware/validate-request-middleware.ts'
 
 const input = { query: ListPetsQuerySchema }
 

@@ -1,4 +1,4 @@
-import { petFunctionDependencies } from '../../shared/runtime/function-dependencies.ts'
+import { petFunctionDependencies } from '#functions/pet-function-dependencies.ts'
 import { createListPetsHandler } from './list-pets-handler.ts'
 
 export const handler = createListPetsHandler(petFunctionDependencies('listPets'))

@@ -1,5 +1,5 @@
-import { BEARER_CHALLENGE } from '../../shared/auth/bearer-token.ts'
-import { ERROR_MESSAGES, ERROR_STATUS, type ErrorCode } from '../../shared/errors/error-codes.ts'
+import { BEARER_CHALLENGE } from '#shared/auth/bearer-token.ts'
+import { ERROR_MESSAGES, ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
 
 /**
  * API Gateway's own answers (the requests that never reach a function), rewritten to the Error

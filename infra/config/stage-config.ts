@@ -3,7 +3,7 @@ import {
   DEFAULT_ENTERPRISE_LIMITS,
   type PlanLimits,
   parsePlanLimits,
-} from '../../shared/config/plans-config.ts'
+} from '#shared/config/plans-config.ts'
 
 /** The deployment stages (decisions.md, "Environments"): each is its own stack set. */
 export const STAGE_NAMES = ['staging', 'production'] as const

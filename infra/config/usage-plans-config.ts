@@ -4,7 +4,7 @@ import {
   PLAN_NAMES,
   type PlanLimits,
   type PlanName,
-} from '../../shared/config/plans-config.ts'
+} from '#shared/config/plans-config.ts'
 import type { StageName } from './stage-config.ts'
 
 /** One API Gateway usage plan: the backstop ahead of the functions' own rate limiter. */

@@ -24,28 +24,19 @@ import { LogGroup } from 'aws-cdk-lib/aws-logs'
 import { ARecord, HostedZone, RecordTarget } from 'aws-cdk-lib/aws-route53'
 import { ApiGatewayDomain } from 'aws-cdk-lib/aws-route53-targets'
 import { Construct } from 'constructs'
-import {
-  formatPlanLimits,
-  type PlanName,
-  USAGE_PLAN_TAG,
-} from '../../shared/config/plans-config.ts'
-import {
-  API_VERSION_PATH,
-  AUTHORIZER_ENTRY,
-  functionEntry,
-  type OperationId,
-  ROUTES,
-} from '../../shared/config/routes-config.ts'
-import { PET_TABLE } from '../../shared/data/table-schema.ts'
-import { ERROR_STATUS } from '../../shared/errors/error-codes.ts'
-import { AUTHORIZER_OPERATION } from '../../shared/observability/metrics.ts'
+import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import {
   GATEWAY_RESPONSES,
   gatewayHeaderValue,
   gatewayResponseBody,
-} from '../config/gateway-responses-config.ts'
-import { metricsNamespace, type StageConfig } from '../config/stage-config.ts'
-import { usagePlanSpecs } from '../config/usage-plans-config.ts'
+} from '#infra/config/gateway-responses-config.ts'
+import { metricsNamespace, type StageConfig } from '#infra/config/stage-config.ts'
+import { usagePlanSpecs } from '#infra/config/usage-plans-config.ts'
+import { formatPlanLimits, type PlanName, USAGE_PLAN_TAG } from '#shared/config/plans-config.ts'
+import { API_VERSION_PATH, type OperationId, ROUTES } from '#shared/config/routes-config.ts'
+import { PET_TABLE } from '#shared/data/table-schema.ts'
+import { ERROR_STATUS } from '#shared/errors/error-codes.ts'
+import { AUTHORIZER_OPERATION } from '#shared/observability/metrics.ts'
 import { PetstoreFunction } from './petstore-function-construct.ts'
 
 export interface PetstoreApiProps {

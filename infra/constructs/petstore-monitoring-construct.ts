@@ -17,13 +17,13 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda'
 import { Topic } from 'aws-cdk-lib/aws-sns'
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions'
 import { Construct } from 'constructs'
+import type { StageName } from '#infra/config/stage-config.ts'
 import {
   AUTHORIZER_METRICS,
   AUTHORIZER_OPERATION,
   METRICS_SERVICE,
   OPERATION_DIMENSION,
-} from '../../shared/observability/metrics.ts'
-import type { StageName } from '../config/stage-config.ts'
+} from '#shared/observability/metrics.ts'
 import { TABLE_ACTIONS } from './petstore-function-construct.ts'
 
 export interface MonitoredFunction {

@@ -1,11 +1,11 @@
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import type { Construct } from 'constructs'
-import { PLAN_DISPLAY_NAMES, PLAN_NAMES } from '../../shared/config/plans-config.ts'
-import { AUTHORIZER_OPERATION } from '../../shared/observability/metrics.ts'
-import { metricsNamespace, type StageConfig } from '../config/stage-config.ts'
-import { PetstoreApi } from '../constructs/petstore-api-construct.ts'
-import { PetstoreMonitoring } from '../constructs/petstore-monitoring-construct.ts'
+import { metricsNamespace, type StageConfig } from '#infra/config/stage-config.ts'
+import { PetstoreApi } from '#infra/constructs/petstore-api-construct.ts'
+import { PetstoreMonitoring } from '#infra/constructs/petstore-monitoring-construct.ts'
+import { PLAN_DISPLAY_NAMES, PLAN_NAMES } from '#shared/config/plans-config.ts'
+import { AUTHORIZER_OPERATION } from '#shared/observability/metrics.ts'
 
 export interface PetstoreApiStackProps extends StackProps {
   config: StageConfig

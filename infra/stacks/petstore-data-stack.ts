@@ -1,13 +1,13 @@
 import { CfnOutput, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import type { Construct } from 'constructs'
+import type { StageConfig } from '#infra/config/stage-config.ts'
+import { PetstoreTable } from '#infra/constructs/petstore-table-construct.ts'
 import {
   petTableDefinition,
   RATE_LIMIT_TABLE,
   rateLimitTableDefinition,
-} from '../../shared/data/table-schema.ts'
-import type { StageConfig } from '../config/stage-config.ts'
-import { PetstoreTable } from '../constructs/petstore-table-construct.ts'
+} from '#shared/data/table-schema.ts'
 
 export interface PetstoreDataStackProps extends StackProps {
   config: StageConfig

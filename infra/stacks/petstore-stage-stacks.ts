@@ -4,7 +4,7 @@ import {
   readStageConfig,
   type StageConfig,
   selectedStages,
-} from '../config/stage-config.ts'
+} from '#infra/config/stage-config.ts'
 import { PetstoreApiStack } from './petstore-api-stack.ts'
 import { PetstoreDataStack } from './petstore-data-stack.ts'
 

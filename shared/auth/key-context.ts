@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda'
-import { isPlanName, type PlanLimits, type PlanName } from '../config/plans-config.ts'
+import { isPlanName, type PlanLimits, type PlanName } from '#shared/config/plans-config.ts'
 import type { ApiKeyRecord } from './key-store.ts'
 
 /**

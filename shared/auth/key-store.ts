@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { PlanLimits, PlanName } from '../config/plans-config.ts'
+import type { PlanLimits, PlanName } from '#shared/config/plans-config.ts'
 
 /** What the authorizer learns about a valid key. The key itself never leaves the authorizer. */
 export interface ApiKeyRecord {

@@ -62,9 +62,3 @@ export const routeOf = <Id extends OperationId>(
   if (!route) throw new Error(`Unknown operation ${operationId}`)
   return route as Extract<Route, { operationId: Id }>
 }
-
-/** Lambda entry file of a route's function, relative to the repository root. */
-export const functionEntry = (route: Pick<RouteDefinition, 'functionName'>): string =>
-  `functions/${route.functionName}/${route.functionName}-lambda.ts`
-
-export const AUTHORIZER_ENTRY = 'functions/authorizer/authorizer-lambda.ts'

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import type { PetStatus } from '../domain/pet-schema.ts'
+import type { PetStatus } from '#shared/domain/pet-schema.ts'
 
 /**
  * Opaque pagination cursors: `base64url(payload).base64url(tag)`. The payload names the last pet

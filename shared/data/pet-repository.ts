@@ -6,7 +6,7 @@ import {
   QueryCommand,
   ScanCommand,
 } from '@aws-sdk/lib-dynamodb'
-import type { NewPet, Pet, PetStatus } from '../domain/pet-schema.ts'
+import type { NewPet, Pet, PetStatus } from '#shared/domain/pet-schema.ts'
 import type { IdAllocator } from './id-allocator.ts'
 import { PET_TABLE, petKey } from './table-schema.ts'
 

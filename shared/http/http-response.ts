@@ -1,5 +1,5 @@
 import type { APIGatewayProxyResult } from 'aws-lambda'
-import type { HttpError } from '../errors/http-error.ts'
+import type { HttpError } from '#shared/errors/http-error.ts'
 import { stringifyJson } from './json-codec.ts'
 
 export type HttpResponse = APIGatewayProxyResult & { headers: Record<string, string> }

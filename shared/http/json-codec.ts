@@ -1,4 +1,4 @@
-import { HttpError } from '../errors/http-error.ts'
+import { HttpError } from '#shared/errors/http-error.ts'
 
 /**
  * JSON that keeps int64 values exact. Integer literals outside the safe range are revived

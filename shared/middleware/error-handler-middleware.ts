@@ -1,7 +1,7 @@
-import { isDatastoreUnavailable } from '../errors/datastore-errors.ts'
-import { HttpError, isHttpError, retryAfterHeaders } from '../errors/http-error.ts'
-import { errorResponse } from '../http/http-response.ts'
-import type { AppLogger } from '../observability/logger.ts'
+import { isDatastoreUnavailable } from '#shared/errors/datastore-errors.ts'
+import { HttpError, isHttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
+import { errorResponse } from '#shared/http/http-response.ts'
+import type { AppLogger } from '#shared/observability/logger.ts'
 import type { ApiMiddleware } from './http-types.ts'
 
 /**

@@ -1,6 +1,6 @@
 import type { MiddlewareObj, Request } from '@middy/core'
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda'
-import type { HttpResponse } from '../http/http-response.ts'
+import type { HttpResponse } from '#shared/http/http-response.ts'
 
 /** A REST (payload v1) proxy event, plus what the request middlewares derive from it. */
 export type ApiEvent<TInput = unknown> = APIGatewayProxyEvent & {

@@ -1,6 +1,6 @@
-import { HttpError } from '../errors/http-error.ts'
-import { getHeader } from '../http/http-headers.ts'
-import { parseJson } from '../http/json-codec.ts'
+import { HttpError } from '#shared/errors/http-error.ts'
+import { getHeader } from '#shared/http/http-headers.ts'
+import { parseJson } from '#shared/http/json-codec.ts'
 import type { ApiMiddleware } from './http-types.ts'
 
 export const MAX_BODY_BYTES = 16 * 1024

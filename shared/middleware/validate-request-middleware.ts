@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda'
 import type * as z from 'zod/mini'
-import { type ErrorDetail, validationFailed } from '../errors/http-error.ts'
+import { type ErrorDetail, validationFailed } from '#shared/errors/http-error.ts'
 import type { ApiEvent, ApiMiddleware } from './http-types.ts'
 
 export interface RequestSchemas {

@@ -10,8 +10,8 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from 'aws-lambda'
-import { readKeyContext } from '../auth/key-context.ts'
-import type { ApiMiddleware, ApiRequest } from '../middleware/http-types.ts'
+import { readKeyContext } from '#shared/auth/key-context.ts'
+import type { ApiMiddleware, ApiRequest } from '#shared/middleware/http-types.ts'
 import { logger as sharedLogger } from './logger.ts'
 import {
   AUTHORIZER_METRICS,

@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb'
-import type { PlanLimits } from '../config/plans-config.ts'
-import { RATE_LIMIT_TABLE } from '../data/table-schema.ts'
-import { type Clock, systemClock } from '../time/clock.ts'
+import type { PlanLimits } from '#shared/config/plans-config.ts'
+import { RATE_LIMIT_TABLE } from '#shared/data/table-schema.ts'
+import { type Clock, systemClock } from '#shared/time/clock.ts'
 import {
   minuteLabel,
   SUSPENSION_MS,

@@ -5,8 +5,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
-import { PLAN_NAMES } from '../../shared/config/plans-config.ts'
-import { apiClient, ROOT, runLocalServerToExit, startLocalServer } from '../support/local-server.ts'
+import { PLAN_NAMES } from '#shared/config/plans-config.ts'
+import {
+  apiClient,
+  ROOT,
+  runLocalServerToExit,
+  startLocalServer,
+} from '#test/support/local-server.ts'
 
 /** `npm start` as an operator meets it: start-up output, configuration errors, restarts, the key CLI. */
 const run = promisify(execFile)
@@ -21,7 +26,7 @@ afterAll(async () => {
 })
 
 const keysCli = (dataDir: string, ...args: string[]) =>
-  run(process.execPath, ['--import', 'tsx', 'infra/local/keys-cli.ts', ...args], {
+  run(process.execPath, ['--import', 'tsx', 'local/keys-cli.ts', ...args], {
     cwd: ROOT,
     env: { ...process.env, PETSTORE_DATA_DIR: dataDir },
   })

@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ERROR_STATUS } from '../../shared/errors/error-codes.ts'
-import { apiClient, type LocalServer, nextLink, startLocalServer } from '../support/local-server.ts'
+import { ERROR_STATUS } from '#shared/errors/error-codes.ts'
+import {
+  apiClient,
+  type LocalServer,
+  nextLink,
+  startLocalServer,
+} from '#test/support/local-server.ts'
 
 /**
  * The interface over real HTTP against `npm start` (child process, random port, in-memory data).

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PLAN_LIMITS } from '../../shared/config/plans-config.ts'
-import { apiClient, type LocalServer, startLocalServer } from '../support/local-server.ts'
+import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
+import { apiClient, type LocalServer, startLocalServer } from '#test/support/local-server.ts'
 
 /**
  * Plan limits over HTTP on `npm start`, with the real clock: the Free key's minute window is

@@ -1,9 +1,9 @@
 import type { Template } from 'aws-cdk-lib/assertions'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { BEARER_CHALLENGE } from '../../shared/auth/bearer-token.ts'
-import { USAGE_PLAN_TAG } from '../../shared/config/plans-config.ts'
-import { ROUTES } from '../../shared/config/routes-config.ts'
-import { ERROR_MESSAGES, type ErrorCode } from '../../shared/errors/error-codes.ts'
+import { BEARER_CHALLENGE } from '#shared/auth/bearer-token.ts'
+import { USAGE_PLAN_TAG } from '#shared/config/plans-config.ts'
+import { ROUTES } from '#shared/config/routes-config.ts'
+import { ERROR_MESSAGES, type ErrorCode } from '#shared/errors/error-codes.ts'
 import {
   type CfnResource,
   functionByService,

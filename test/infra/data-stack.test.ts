@@ -4,7 +4,7 @@ import {
   petTableDefinition,
   RATE_LIMIT_TABLE,
   rateLimitTableDefinition,
-} from '../../shared/data/table-schema.ts'
+} from '#shared/data/table-schema.ts'
 import {
   type CfnResource,
   propsOf,

@@ -5,8 +5,8 @@ import { join } from 'node:path'
 import type { Template } from 'aws-cdk-lib/assertions'
 import { buildSync } from 'esbuild'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { ROUTES } from '../../shared/config/routes-config.ts'
-import { PET_TABLE } from '../../shared/data/table-schema.ts'
+import { ROUTES } from '#shared/config/routes-config.ts'
+import { PET_TABLE } from '#shared/data/table-schema.ts'
 import {
   type CfnResource,
   envOf,

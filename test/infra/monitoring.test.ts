@@ -1,12 +1,12 @@
 import type { Template } from 'aws-cdk-lib/assertions'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { ROUTES } from '../../shared/config/routes-config.ts'
+import { ROUTES } from '#shared/config/routes-config.ts'
 import {
   AUTHORIZER_METRICS,
   AUTHORIZER_OPERATION,
   METRICS_SERVICE,
   OPERATION_DIMENSION,
-} from '../../shared/observability/metrics.ts'
+} from '#shared/observability/metrics.ts'
 import {
   type CfnResource,
   propsOf,

@@ -1,11 +1,7 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs'
 import { describe, expect, it } from 'vitest'
-import {
-  type ContextReader,
-  readStageConfig,
-  selectedStages,
-} from '../../infra/config/stage-config.ts'
-import { DEFAULT_ENTERPRISE_LIMITS } from '../../shared/config/plans-config.ts'
+import { type ContextReader, readStageConfig, selectedStages } from '#infra/config/stage-config.ts'
+import { DEFAULT_ENTERPRISE_LIMITS } from '#shared/config/plans-config.ts'
 
 const contextOf =
   (values: Record<string, unknown>): ContextReader =>

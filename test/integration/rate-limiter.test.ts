@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { createServer } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { createDocumentClient } from '../../shared/data/dynamo-client.ts'
-import { DynamoRateLimiter, type RateLimitDecision } from '../../shared/rate-limit/rate-limiter.ts'
-import { type DynamoTestEnv, startDynamoTestEnv } from '../support/dynamo-test-env.ts'
+import { createDocumentClient } from '#shared/data/dynamo-client.ts'
+import { DynamoRateLimiter, type RateLimitDecision } from '#shared/rate-limit/rate-limiter.ts'
+import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 
 let env: DynamoTestEnv
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import type { APIGatewayProxyEvent, APIGatewayTokenAuthorizerEvent, Context } from 'aws-lambda'
-import type { ApiEvent } from '../../shared/middleware/http-types.ts'
+import type { ApiEvent } from '#shared/middleware/http-types.ts'
 
 /**
  * The recorded-shape API Gateway events in test/fixtures, adapted per route. Each call returns a

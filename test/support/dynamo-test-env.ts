@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
-import { ensureTable, IN_MEMORY, startEmbeddedDynamo } from '../../infra/local/embedded-dynamo.ts'
-import { createDocumentClient } from '../../shared/data/dynamo-client.ts'
-import { petTableDefinition, rateLimitTableDefinition } from '../../shared/data/table-schema.ts'
+import { ensureTable, IN_MEMORY, startEmbeddedDynamo } from '#local/embedded-dynamo.ts'
+import { createDocumentClient } from '#shared/data/dynamo-client.ts'
+import { petTableDefinition, rateLimitTableDefinition } from '#shared/data/table-schema.ts'
 
 /**
  * A DynamoDB for integration tests: in-memory dynalite, or the endpoint in DYNAMODB_ENDPOINT

@@ -1,5 +1,5 @@
 import { vi } from 'vitest'
-import type { AppLogger } from '../../shared/observability/logger.ts'
+import type { AppLogger } from '#shared/observability/logger.ts'
 
 /** A logger whose calls tests can inspect (and which prints nothing). */
 export const fakeLogger = () =>

@@ -14,7 +14,7 @@ export interface LocalServer {
 
 /** Runs the local API exactly as `npm start` does, as a child process on a random port. */
 export const startLocalServer = (env: Record<string, string> = {}): Promise<LocalServer> => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/start-local.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'local/start-local.ts'], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', PETSTORE_DATA_DIR: ':memory:', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -60,7 +60,7 @@ export const startLocalServer = (env: Record<string, string> = {}): Promise<Loca
 /** Runs the start command to completion (for start-up failures). */
 export const runLocalServerToExit = (env: Record<string, string>) =>
   new Promise<{ code: number | null; output: string }>((resolveRun) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/start-local.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'local/start-local.ts'], {
       cwd: ROOT,
       env: { ...process.env, HOST: '127.0.0.1', PETSTORE_DATA_DIR: ':memory:', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

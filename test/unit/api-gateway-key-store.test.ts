@@ -15,13 +15,13 @@ import {
   KEY_SNAPSHOT_TTL_MS,
   MAX_STALE_MS,
   MIN_REFRESH_INTERVAL_MS,
-} from '../../shared/auth/api-gateway-key-store.ts'
-import type { KeyScope } from '../../shared/auth/key-store.ts'
+} from '#functions/authorizer/api-gateway-key-store.ts'
+import type { KeyScope } from '#shared/auth/key-store.ts'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
   PLAN_LIMITS,
   USAGE_PLAN_TAG,
-} from '../../shared/config/plans-config.ts'
+} from '#shared/config/plans-config.ts'
 
 const SCOPE: KeyScope = { apiId: 'a1b2c3d4e5', stage: 'production' }
 const ENTERPRISE = { perMinute: 7_000, perDay: 2_000_000 }

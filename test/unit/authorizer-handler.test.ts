@@ -2,18 +2,18 @@ import { Logger } from '@aws-lambda-powertools/logger'
 import type { Metrics } from '@aws-lambda-powertools/metrics'
 import type { APIGatewayAuthorizerResult, APIGatewayTokenAuthorizerEvent } from 'aws-lambda'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { createAuthorizerHandler } from '../../functions/authorizer/authorizer-handler.ts'
-import { MAX_AUTHORIZATION_LENGTH } from '../../shared/auth/bearer-token.ts'
-import type { ApiKeyRecord, KeyScope, KeyStore } from '../../shared/auth/key-store.ts'
-import { createMetrics } from '../../shared/observability/metrics.ts'
-import { authorizerObservabilityMiddlewares } from '../../shared/observability/observability-middleware.ts'
+import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
+import { MAX_AUTHORIZATION_LENGTH } from '#shared/auth/bearer-token.ts'
+import type { ApiKeyRecord, KeyScope, KeyStore } from '#shared/auth/key-store.ts'
+import { createMetrics } from '#shared/observability/metrics.ts'
+import { authorizerObservabilityMiddlewares } from '#shared/observability/observability-middleware.ts'
 import {
   FIXTURE_API_KEY,
   FIXTURE_KEY_ID,
   lambdaContext,
   tokenAuthorizerEvent,
-} from '../support/api-gateway-events.ts'
-import { captureOutput } from '../support/capture-output.ts'
+} from '#test/support/api-gateway-events.ts'
+import { captureOutput } from '#test/support/capture-output.ts'
 
 const RECORD: ApiKeyRecord = {
   id: FIXTURE_KEY_ID,

@@ -3,7 +3,7 @@ import {
   isWellFormedApiKey,
   MAX_AUTHORIZATION_LENGTH,
   parseBearerToken,
-} from '../../shared/auth/bearer-token.ts'
+} from '#shared/auth/bearer-token.ts'
 
 const KEY = 'dev-free-0123456789abcdef0123'
 

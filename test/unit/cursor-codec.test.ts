@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { CursorCodec, type CursorPosition } from '../../shared/data/cursor-codec.ts'
-import { PET_STATUSES, type PetStatus } from '../../shared/domain/pet-schema.ts'
+import { CursorCodec, type CursorPosition } from '#shared/data/cursor-codec.ts'
+import { PET_STATUSES, type PetStatus } from '#shared/domain/pet-schema.ts'
 
 const codec = new CursorCodec('unit-test-cursor-secret')
 

@@ -1,18 +1,18 @@
 import type { Context } from 'aws-lambda'
 import { describe, expect, it, vi } from 'vitest'
-import { routeOf } from '../../shared/config/routes-config.ts'
-import { PetPathSchema } from '../../shared/domain/pet-schema.ts'
-import { HttpError } from '../../shared/errors/http-error.ts'
-import { JSON_CONTENT_TYPE, jsonResponse } from '../../shared/http/http-response.ts'
-import { deprecationMiddleware } from '../../shared/middleware/deprecation-middleware.ts'
-import { httpPipeline } from '../../shared/middleware/http-pipeline.ts'
-import type { ApiEvent } from '../../shared/middleware/http-types.ts'
+import { routeOf } from '#shared/config/routes-config.ts'
+import { PetPathSchema } from '#shared/domain/pet-schema.ts'
+import { HttpError } from '#shared/errors/http-error.ts'
+import { JSON_CONTENT_TYPE, jsonResponse } from '#shared/http/http-response.ts'
+import { deprecationMiddleware } from '#shared/middleware/deprecation-middleware.ts'
+import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
+import type { ApiEvent } from '#shared/middleware/http-types.ts'
 import {
   type RequestInput,
   validateRequestMiddleware,
-} from '../../shared/middleware/validate-request-middleware.ts'
-import { type Clock, fixedClock } from '../../shared/time/clock.ts'
-import { fakeLogger } from '../support/fake-logger.ts'
+} from '#shared/middleware/validate-request-middleware.ts'
+import { type Clock, fixedClock } from '#shared/time/clock.ts'
+import { fakeLogger } from '#test/support/fake-logger.ts'
 
 const { deprecation } = routeOf('getPet')
 const SUNSET_MS = Date.UTC(2030, 11, 5) // 5 December 2030, 00:00:00 UTC (interface section 4.3)

@@ -1,12 +1,12 @@
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda'
 import { describe, expect, it } from 'vitest'
-import { ERROR_MESSAGES, ERROR_STATUS, type ErrorCode } from '../../shared/errors/error-codes.ts'
-import { HttpError, retryAfterHeaders } from '../../shared/errors/http-error.ts'
-import { JSON_CONTENT_TYPE } from '../../shared/http/http-response.ts'
-import { httpPipeline } from '../../shared/middleware/http-pipeline.ts'
-import type { ApiEvent } from '../../shared/middleware/http-types.ts'
-import { MINIMAL_REQUEST_ID, minimalRestEvent } from '../support/api-gateway-events.ts'
-import { fakeLogger } from '../support/fake-logger.ts'
+import { ERROR_MESSAGES, ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
+import { HttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
+import { JSON_CONTENT_TYPE } from '#shared/http/http-response.ts'
+import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
+import type { ApiEvent } from '#shared/middleware/http-types.ts'
+import { MINIMAL_REQUEST_ID, minimalRestEvent } from '#test/support/api-gateway-events.ts'
+import { fakeLogger } from '#test/support/fake-logger.ts'
 
 const REQUEST_ID = MINIMAL_REQUEST_ID
 

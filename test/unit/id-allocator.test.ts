@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, NumberValue, UpdateCommand } from '@aws-sdk/lib-dynamodb'
 import { describe, expect, it } from 'vitest'
-import { BlockIdAllocator } from '../../shared/data/id-allocator.ts'
-import { PET_TABLE } from '../../shared/data/table-schema.ts'
+import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
+import { PET_TABLE } from '#shared/data/table-schema.ts'
 
 const TABLE = 'unit-pets'
 

@@ -1,10 +1,10 @@
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda'
 import { describe, expect, it } from 'vitest'
-import { JSON_CONTENT_TYPE, jsonResponse } from '../../shared/http/http-response.ts'
-import { httpPipeline } from '../../shared/middleware/http-pipeline.ts'
-import type { ApiEvent } from '../../shared/middleware/http-types.ts'
-import { jsonBodyMiddleware, MAX_BODY_BYTES } from '../../shared/middleware/json-body-middleware.ts'
-import { fakeLogger } from '../support/fake-logger.ts'
+import { JSON_CONTENT_TYPE, jsonResponse } from '#shared/http/http-response.ts'
+import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
+import type { ApiEvent } from '#shared/middleware/http-types.ts'
+import { jsonBodyMiddleware, MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
+import { fakeLogger } from '#test/support/fake-logger.ts'
 
 /** A minimal REST (payload v1) event for POST /v1/pets. */
 const postEvent = (

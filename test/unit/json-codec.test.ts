@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { HttpError } from '../../shared/errors/http-error.ts'
-import { parseJson, stringifyJson } from '../../shared/http/json-codec.ts'
+import { HttpError } from '#shared/errors/http-error.ts'
+import { parseJson, stringifyJson } from '#shared/http/json-codec.ts'
 
 const invalidJsonError = (text: string): HttpError | undefined => {
   try {

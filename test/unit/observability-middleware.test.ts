@@ -1,19 +1,19 @@
 import { Logger } from '@aws-lambda-powertools/logger'
 import type { Metrics } from '@aws-lambda-powertools/metrics'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { HttpError } from '../../shared/errors/http-error.ts'
-import { jsonResponse } from '../../shared/http/http-response.ts'
-import { httpPipeline } from '../../shared/middleware/http-pipeline.ts'
-import type { ApiEvent, ApiMiddleware } from '../../shared/middleware/http-types.ts'
-import { createMetrics, HTTP_METRICS } from '../../shared/observability/metrics.ts'
-import { observabilityMiddlewares } from '../../shared/observability/observability-middleware.ts'
+import { HttpError } from '#shared/errors/http-error.ts'
+import { jsonResponse } from '#shared/http/http-response.ts'
+import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
+import type { ApiEvent, ApiMiddleware } from '#shared/middleware/http-types.ts'
+import { createMetrics, HTTP_METRICS } from '#shared/observability/metrics.ts'
+import { observabilityMiddlewares } from '#shared/observability/observability-middleware.ts'
 import {
   FIXTURE_API_KEY,
   FIXTURE_KEY_ID,
   lambdaContext,
   restEvent,
-} from '../support/api-gateway-events.ts'
-import { captureOutput } from '../support/capture-output.ts'
+} from '#test/support/api-gateway-events.ts'
+import { captureOutput } from '#test/support/capture-output.ts'
 
 let output: ReturnType<typeof captureOutput>
 let logger: Logger

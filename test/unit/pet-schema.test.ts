@@ -8,7 +8,7 @@ import {
   NewPetSchema,
   PET_STATUSES,
   PetPathSchema,
-} from '../../shared/domain/pet-schema.ts'
+} from '#shared/domain/pet-schema.ts'
 
 /** The fields a failed parse names (the 400 details), or undefined when it passed. */
 const failedFields = (schema: z.ZodMiniType, input: unknown): string[] | undefined => {

@@ -7,7 +7,7 @@ import {
   PLAN_LIMITS,
   PLAN_NAMES,
   parsePlanLimits,
-} from '../../shared/config/plans-config.ts'
+} from '#shared/config/plans-config.ts'
 
 describe('plans config', () => {
   it('has the four plans of the interface', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { rateLimitHeaders } from '../../shared/rate-limit/rate-limit-headers.ts'
-import { utcWindowsAt } from '../../shared/rate-limit/rate-limit-windows.ts'
-import { admittedOnStoreFailure, suspendedDecision } from '../../shared/rate-limit/rate-limiter.ts'
+import { rateLimitHeaders } from '#shared/rate-limit/rate-limit-headers.ts'
+import { utcWindowsAt } from '#shared/rate-limit/rate-limit-windows.ts'
+import { admittedOnStoreFailure, suspendedDecision } from '#shared/rate-limit/rate-limiter.ts'
 
 const at = (iso: string) => Date.parse(iso)
 const FREE = { perMinute: 60, perDay: 1_000 }

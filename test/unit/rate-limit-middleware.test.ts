@@ -1,20 +1,20 @@
 import type { Context } from 'aws-lambda'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { HttpError } from '../../shared/errors/http-error.ts'
-import { jsonResponse } from '../../shared/http/http-response.ts'
-import { httpPipeline } from '../../shared/middleware/http-pipeline.ts'
-import type { ApiEvent } from '../../shared/middleware/http-types.ts'
+import { HttpError } from '#shared/errors/http-error.ts'
+import { jsonResponse } from '#shared/http/http-response.ts'
+import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
+import type { ApiEvent } from '#shared/middleware/http-types.ts'
 import {
   rateLimitMiddleware,
   STORE_FAILURE_METRIC,
-} from '../../shared/rate-limit/rate-limit-middleware.ts'
-import { utcWindowsAt } from '../../shared/rate-limit/rate-limit-windows.ts'
+} from '#shared/rate-limit/rate-limit-middleware.ts'
+import { utcWindowsAt } from '#shared/rate-limit/rate-limit-windows.ts'
 import {
   type RateLimitDecision,
   type RateLimiter,
   suspendedDecision,
-} from '../../shared/rate-limit/rate-limiter.ts'
-import { fakeLogger } from '../support/fake-logger.ts'
+} from '#shared/rate-limit/rate-limiter.ts'
+import { fakeLogger } from '#test/support/fake-logger.ts'
 
 const NOW = Date.parse('2026-03-14T10:00:18Z')
 const FREE = { perMinute: 60, perDay: 1_000 }

@@ -4,7 +4,7 @@ import {
   secondsUntil,
   unixSecondsCeil,
   utcWindowsAt,
-} from '../../shared/rate-limit/rate-limit-windows.ts'
+} from '#shared/rate-limit/rate-limit-windows.ts'
 
 const at = (iso: string) => Date.parse(iso)
 

@@ -2,7 +2,7 @@ import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb'
 import { mockClient } from 'aws-sdk-client-mock'
 import { afterEach, describe, expect, it } from 'vitest'
-import { DynamoRateLimiter } from '../../shared/rate-limit/rate-limiter.ts'
+import { DynamoRateLimiter } from '#shared/rate-limit/rate-limiter.ts'
 
 /**
  * The AWS path that dynalite cannot exercise: DynamoDB returns the old item with the condition

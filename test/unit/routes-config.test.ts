@@ -1,14 +1,13 @@
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
+import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import {
   API_VERSION_PATH,
-  AUTHORIZER_ENTRY,
-  functionEntry,
   type OperationId,
   ROUTES,
   routeOf,
-} from '../../shared/config/routes-config.ts'
+} from '#shared/config/routes-config.ts'
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url))
 

@@ -1,16 +1,16 @@
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda'
 import { describe, expect, it, vi } from 'vitest'
-import { ListPetsQuerySchema, NewPetSchema, PetPathSchema } from '../../shared/domain/pet-schema.ts'
-import { JSON_CONTENT_TYPE, jsonResponse } from '../../shared/http/http-response.ts'
-import { httpPipeline } from '../../shared/middleware/http-pipeline.ts'
-import type { ApiEvent } from '../../shared/middleware/http-types.ts'
-import { jsonBodyMiddleware } from '../../shared/middleware/json-body-middleware.ts'
+import { ListPetsQuerySchema, NewPetSchema, PetPathSchema } from '#shared/domain/pet-schema.ts'
+import { JSON_CONTENT_TYPE, jsonResponse } from '#shared/http/http-response.ts'
+import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
+import type { ApiEvent } from '#shared/middleware/http-types.ts'
+import { jsonBodyMiddleware } from '#shared/middleware/json-body-middleware.ts'
 import {
   type RequestInput,
   validateRequestMiddleware,
-} from '../../shared/middleware/validate-request-middleware.ts'
-import { MINIMAL_REQUEST_ID, minimalRestEvent } from '../support/api-gateway-events.ts'
-import { fakeLogger } from '../support/fake-logger.ts'
+} from '#shared/middleware/validate-request-middleware.ts'
+import { MINIMAL_REQUEST_ID, minimalRestEvent } from '#test/support/api-gateway-events.ts'
+import { fakeLogger } from '#test/support/fake-logger.ts'
 
 const restEvent = (overrides: Partial<APIGatewayProxyEvent> = {}): ApiEvent<never> =>
   minimalRestEvent({ headers: { 'Content-Type': 'application/json' }, ...overrides })

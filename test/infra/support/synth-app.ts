@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { App } from 'aws-cdk-lib'
 import { Template } from 'aws-cdk-lib/assertions'
-import type { StageName } from '../../../infra/config/stage-config.ts'
-import { addPetstoreStacks, type StageStacks } from '../../../infra/stacks/petstore-stage-stacks.ts'
+import type { StageName } from '#infra/config/stage-config.ts'
+import { addPetstoreStacks, type StageStacks } from '#infra/stacks/petstore-stage-stacks.ts'
 
 interface CdkJson {
   app: string

@@ -4,10 +4,11 @@ import type { AddressInfo } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
-import { keyFingerprint } from '../../shared/auth/key-store.ts'
-import { formatPlanLimits, PLAN_NAMES } from '../../shared/config/plans-config.ts'
-import { API_VERSION_PATH, functionEntry, ROUTES } from '../../shared/config/routes-config.ts'
-import { petTableDefinition, rateLimitTableDefinition } from '../../shared/data/table-schema.ts'
+import { functionEntry } from '#functions/function-entries.ts'
+import { keyFingerprint } from '#shared/auth/key-store.ts'
+import { formatPlanLimits, PLAN_NAMES } from '#shared/config/plans-config.ts'
+import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
+import { petTableDefinition, rateLimitTableDefinition } from '#shared/data/table-schema.ts'
 import {
   type EmbeddedDynamo,
   ensureTable,
@@ -30,7 +31,7 @@ import {
  * DYNAMODB_ENDPOINT), creates the tables, gives the Lambda entries the environment they get on
  * AWS, and serves them behind the local gateway at http://HOST:PORT/v1.
  */
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 export const LOCAL_TABLES = {
   pets: 'petstore-local-pets',
   rateLimits: 'petstore-local-rate-limits',
@@ -105,10 +106,8 @@ export const startLocal = async (config: LocalConfig) => {
       }),
     ),
   ) as Record<(typeof ROUTES)[number]['operationId'], ProxyHandler>
-  const { createAuthorizerHandler } = await import(
-    '../../functions/authorizer/authorizer-handler.ts'
-  )
-  const { logger } = await import('../../shared/observability/logger.ts')
+  const { createAuthorizerHandler } = await import('#functions/authorizer/authorizer-handler.ts')
+  const { logger } = await import('#shared/observability/logger.ts')
 
   const server = createServer(
     createLocalGateway({

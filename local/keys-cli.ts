@@ -1,7 +1,7 @@
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { keyFingerprint } from '../../shared/auth/key-store.ts'
-import { isPlanName, PLAN_NAMES } from '../../shared/config/plans-config.ts'
+import { keyFingerprint } from '#shared/auth/key-store.ts'
+import { isPlanName, PLAN_NAMES } from '#shared/config/plans-config.ts'
 import { IN_MEMORY } from './embedded-dynamo.ts'
 import { generateApiKey, keyFilePath, readKeyFile, writeKeyFile } from './local-key-store.ts'
 

@@ -1,4 +1,4 @@
-import { isWellFormedApiKey } from '../../shared/auth/bearer-token.ts'
+import { isWellFormedApiKey } from '#shared/auth/bearer-token.ts'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
   isPlanName,
@@ -6,7 +6,7 @@ import {
   type PlanLimits,
   type PlanName,
   parsePlanLimits,
-} from '../../shared/config/plans-config.ts'
+} from '#shared/config/plans-config.ts'
 
 /** The local mode contract of decisions.md ("Local mode contract"). */
 export interface LocalConfig {

@@ -7,10 +7,10 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from 'aws-lambda'
-import { BEARER_CHALLENGE } from '../../shared/auth/bearer-token.ts'
-import { API_VERSION_PATH, ROUTES, type Route } from '../../shared/config/routes-config.ts'
-import { HttpError } from '../../shared/errors/http-error.ts'
-import { errorResponse } from '../../shared/http/http-response.ts'
+import { BEARER_CHALLENGE } from '#shared/auth/bearer-token.ts'
+import { API_VERSION_PATH, ROUTES, type Route } from '#shared/config/routes-config.ts'
+import { HttpError } from '#shared/errors/http-error.ts'
+import { errorResponse } from '#shared/http/http-response.ts'
 
 /**
  * A thin emulation of the deployed API Gateway REST API: route matching from the shared route

@@ -7,7 +7,8 @@ import {
   GetUsagePlansCommand,
   type UsagePlan,
 } from '@aws-sdk/client-api-gateway'
-import { optionalEnv } from '../config/env-config.ts'
+import type { ApiKeyRecord, KeyScope, KeyStore } from '#shared/auth/key-store.ts'
+import { optionalEnv } from '#shared/config/env-config.ts'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
   isPlanName,
@@ -16,10 +17,9 @@ import {
   type PlanName,
   parsePlanLimits,
   USAGE_PLAN_TAG,
-} from '../config/plans-config.ts'
-import type { AppLogger } from '../observability/logger.ts'
-import { type Clock, systemClock } from '../time/clock.ts'
-import type { ApiKeyRecord, KeyScope, KeyStore } from './key-store.ts'
+} from '#shared/config/plans-config.ts'
+import type { AppLogger } from '#shared/observability/logger.ts'
+import { type Clock, systemClock } from '#shared/time/clock.ts'
 
 /**
  * The authorizer's KeyStore on AWS: API Gateway's own keys and usage plans are the source of

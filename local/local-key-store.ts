@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { type ApiKeyRecord, type KeyStore, keyFingerprint } from '../../shared/auth/key-store.ts'
+import { type ApiKeyRecord, type KeyStore, keyFingerprint } from '#shared/auth/key-store.ts'
 import {
   isPlanName,
   limitsFor,
   type PlanLimits,
   type PlanName,
-} from '../../shared/config/plans-config.ts'
+} from '#shared/config/plans-config.ts'
 
 /** One key in the local key file. Local keys are development secrets kept in the data dir. */
 export interface LocalKeyEntry {

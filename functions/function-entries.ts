@@ -1,0 +1,11 @@
+import type { RouteDefinition } from '#shared/config/routes-config.ts'
+
+/**
+ * Where each Lambda's entry module lives, relative to the repository root. Read by the CDK
+ * (what to bundle) and the local server (what to import); no function imports it, so build
+ * paths never end up in a bundle.
+ */
+export const functionEntry = (route: Pick<RouteDefinition, 'functionName'>): string =>
+  `functions/${route.functionName}/${route.functionName}-lambda.ts`
+
+export const AUTHORIZER_ENTRY = 'functions/authorizer/authorizer-lambda.ts'
