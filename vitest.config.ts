@@ -1,12 +1,45 @@
 import { defineConfig } from 'vitest/config'
 
+/**
+ * Four projects mirror the test layers, so one layer runs alone (`npx vitest --project unit`):
+ * unit (modules, no I/O), integration (dynalite), e2e (HTTP against the local server) and infra
+ * (CDK templates).
+ */
+const env = { POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_DEV: 'false' }
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     environment: 'node',
-    // dynalite, child servers and CDK synthesis take longer than unit tests.
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    env: { POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_DEV: 'false' },
+    env,
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'infra',
+          include: ['test/infra/**/*.test.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
   },
 })

@@ -7,7 +7,7 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from 'aws-lambda'
-import { BEARER_CHALLENGE } from '#shared/auth/bearer-token.ts'
+import { BEARER_CHALLENGE, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { API_VERSION_PATH, ROUTES, type Route } from '#shared/config/routes-config.ts'
 import { HttpError } from '#shared/errors/http-error.ts'
 import { errorResponse } from '#shared/http/http-response.ts'
@@ -197,7 +197,7 @@ export const createLocalGateway = ({
         lambdaContext('authorizer', randomUUID()),
       )
     } catch (error) {
-      if ((error as Error)?.message === 'Unauthorized') {
+      if ((error as Error)?.message === UNAUTHORIZED) {
         return sendError(res, unauthorized(), requestId)
       }
       onError('Authorizer failed', error)

@@ -4,7 +4,7 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from 'aws-lambda'
-import { isWellFormedApiKey, parseBearerToken } from '#shared/auth/bearer-token.ts'
+import { isWellFormedApiKey, parseBearerToken, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { toAuthorizerContext } from '#shared/auth/key-context.ts'
 import { type KeyScope, type KeyStore, keyFingerprint } from '#shared/auth/key-store.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
@@ -13,9 +13,6 @@ export interface AuthorizerDependencies {
   keyStore: KeyStore
   logger: AppLogger
 }
-
-/** The exact message API Gateway turns into its 401 UNAUTHORIZED gateway response. */
-export const UNAUTHORIZED = 'Unauthorized'
 
 /**
  * `arn:aws:execute-api:{region}:{account}:{api}/{stage}/{method}/{path}` → the whole stage, so a

@@ -20,5 +20,12 @@ export const API_KEY_PATTERN = /^(?=.{20,128}$)[A-Za-z0-9\-._~+/]+=*$/
 
 export const isWellFormedApiKey = (key: string): boolean => API_KEY_PATTERN.test(key)
 
+/**
+ * The exact error message a TOKEN authorizer throws for API Gateway to answer 401 (its
+ * UNAUTHORIZED gateway response); any other error becomes a 500. The local gateway and the
+ * authorizer metrics read it too.
+ */
+export const UNAUTHORIZED = 'Unauthorized'
+
 /** RFC 6750 challenge sent with every 401, by the local gateway and the deployed gateway responses. */
 export const BEARER_CHALLENGE = 'Bearer realm="petstore"'

@@ -10,6 +10,7 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from 'aws-lambda'
+import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { readKeyContext } from '#shared/auth/key-context.ts'
 import type { ApiMiddleware, ApiRequest } from '#shared/middleware/http-types.ts'
 import { logger as sharedLogger } from './logger.ts'
@@ -127,8 +128,7 @@ const authorizerMetricsMiddleware = (metrics: Metrics): AuthorizerMiddleware => 
   return {
     after: () => count('allowed'),
     onError: (request: AuthorizerRequest) =>
-      // authorizer-handler's UNAUTHORIZED (401); any other error is a 500.
-      count(request.error?.message === 'Unauthorized' ? 'denied' : 'failed'),
+      count(request.error?.message === UNAUTHORIZED ? 'denied' : 'failed'),
   }
 }
 
