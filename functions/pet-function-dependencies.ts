@@ -14,7 +14,6 @@ import { DynamoRateLimiter } from '#shared/rate-limit/rate-limiter.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 
 export interface PetFunctionDependencies extends HttpPipelineOptions {
-  operationId: OperationId
   pets: PetRepository
   cursors: CursorCodec
   clock: Clock
@@ -36,7 +35,6 @@ export const petFunctionDependencies = (
   // One metrics instance per function: what the rate limiter counts is published with the rest.
   const metrics = createMetrics(operationId)
   return {
-    operationId,
     logger,
     observability: observabilityMiddlewares(operationId, { metrics }),
     clock: systemClock,

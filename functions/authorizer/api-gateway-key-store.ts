@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto'
 import {
   type APIGatewayClient,
+  type APIGatewayPaginationConfiguration,
   type ApiKey,
-  GetApiKeysCommand,
-  GetUsagePlanKeysCommand,
-  GetUsagePlansCommand,
+  paginateGetApiKeys,
+  paginateGetUsagePlanKeys,
+  paginateGetUsagePlans,
   type UsagePlan,
 } from '@aws-sdk/client-api-gateway'
 import type { ApiKeyRecord, KeyScope, KeyStore } from '#shared/auth/key-store.ts'
@@ -47,12 +48,9 @@ export const KEY_SNAPSHOT_TTL_MS = 60_000
 export const MIN_REFRESH_INTERVAL_MS = 10_000
 export const MAX_STALE_MS = 15 * 60_000
 
-/** API Gateway's largest page; a runaway position chain stops at MAX_PAGES. */
-const PAGE_SIZE = 500
-const MAX_PAGES = 200
-
 export interface ApiGatewayKeyStoreOptions {
-  client: Pick<APIGatewayClient, 'send'>
+  /** A real client: the SDK paginators check its class. */
+  client: APIGatewayClient
   /** Limits of an Enterprise plan that has no throttle or DAY quota of its own. */
   enterpriseLimits?: PlanLimits
   clock?: Clock
@@ -88,11 +86,18 @@ export const enterpriseLimitsFromEnv = (env: NodeJS.ProcessEnv = process.env): P
 
 const hashOf = (key: string): string => createHash('sha256').update(key).digest('hex')
 
+/** Every item of a listing, page after page. */
+const allItems = async <Item>(pages: AsyncIterable<{ items?: Item[] }>): Promise<Item[]> => {
+  const items: Item[] = []
+  for await (const page of pages) items.push(...(page.items ?? []))
+  return items
+}
+
 const positiveInteger = (value: number | undefined): number | undefined =>
   value !== undefined && Number.isInteger(value) && value > 0 ? value : undefined
 
 export class ApiGatewayKeyStore implements KeyStore {
-  readonly #client: Pick<APIGatewayClient, 'send'>
+  readonly #pagination: APIGatewayPaginationConfiguration
   readonly #enterpriseLimits: PlanLimits
   readonly #clock: Clock
   readonly #logger: AppLogger | undefined
@@ -102,7 +107,8 @@ export class ApiGatewayKeyStore implements KeyStore {
   readonly #scopes = new Map<string, ScopeState>()
 
   constructor(options: ApiGatewayKeyStoreOptions) {
-    this.#client = options.client
+    // API Gateway's largest page; a page that repeats its position ends the listing, not a loop.
+    this.#pagination = { client: options.client, pageSize: 500, stopOnSameToken: true }
     this.#enterpriseLimits = options.enterpriseLimits ?? DEFAULT_ENTERPRISE_LIMITS
     this.#clock = options.clock ?? systemClock
     this.#logger = options.logger
@@ -215,18 +221,12 @@ export class ApiGatewayKeyStore implements KeyStore {
   }
 
   #apiKeys(): Promise<ApiKey[]> {
-    return this.#paginate((position) =>
-      this.#client.send(new GetApiKeysCommand({ includeValues: true, limit: PAGE_SIZE, position })),
-    )
+    return allItems(paginateGetApiKeys(this.#pagination, { includeValues: true }))
   }
 
   /** Key id → plan, for keys attached to a usage plan of this API stage. */
   async #stageKeyPlans({ apiId, stage }: KeyScope): Promise<Map<string, StagePlan>> {
-    const plans = (
-      await this.#paginate((position) =>
-        this.#client.send(new GetUsagePlansCommand({ limit: PAGE_SIZE, position })),
-      )
-    )
+    const plans = (await allItems(paginateGetUsagePlans(this.#pagination, {})))
       .filter(
         (plan) =>
           plan.id !== undefined &&
@@ -236,15 +236,7 @@ export class ApiGatewayKeyStore implements KeyStore {
       .sort((a, b) => String(a.id).localeCompare(String(b.id)))
     const keyIdsPerPlan = await Promise.all(
       plans.map((plan) =>
-        this.#paginate((position) =>
-          this.#client.send(
-            new GetUsagePlanKeysCommand({
-              usagePlanId: plan.id as string,
-              limit: PAGE_SIZE,
-              position,
-            }),
-          ),
-        ),
+        allItems(paginateGetUsagePlanKeys(this.#pagination, { usagePlanId: plan.id as string })),
       ),
     )
     const result = new Map<string, StagePlan>()
@@ -275,19 +267,5 @@ export class ApiGatewayKeyStore implements KeyStore {
         perDay: positiveInteger(dailyQuota) ?? defaults.perDay,
       },
     }
-  }
-
-  async #paginate<Item>(
-    fetchPage: (position: string | undefined) => Promise<{ items?: Item[]; position?: string }>,
-  ): Promise<Item[]> {
-    const items: Item[] = []
-    let position: string | undefined
-    for (let page = 0; page < MAX_PAGES; page += 1) {
-      const result = await fetchPage(position)
-      items.push(...(result.items ?? []))
-      position = result.position
-      if (!position) return items
-    }
-    throw new Error(`API Gateway listing did not end after ${MAX_PAGES} pages`)
   }
 }

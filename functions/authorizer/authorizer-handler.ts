@@ -7,11 +7,14 @@ import type {
 import { isWellFormedApiKey, parseBearerToken, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { toAuthorizerContext } from '#shared/auth/key-context.ts'
 import { type KeyScope, type KeyStore, keyFingerprint } from '#shared/auth/key-store.ts'
+import type { AuthorizerMiddleware } from '#shared/middleware/http-types.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 
 export interface AuthorizerDependencies {
   keyStore: KeyStore
   logger: AppLogger
+  /** Observability (logger context, metrics, tracing): outermost, sees every outcome. */
+  observability?: AuthorizerMiddleware[]
 }
 
 /**
@@ -37,9 +40,14 @@ export const keyScopeOf = (methodArn: string): KeyScope | undefined => {
  * key id, plan and limits as context. A bad key throws exactly "Unauthorized" (401); a store
  * failure throws anything else (API Gateway answers 500).
  */
-export const createAuthorizerHandler = ({ keyStore, logger }: AuthorizerDependencies) =>
-  middy<APIGatewayTokenAuthorizerEvent, APIGatewayAuthorizerResult, Error, Context>().handler(
-    async (event) => {
+export const createAuthorizerHandler = ({
+  keyStore,
+  logger,
+  observability = [],
+}: AuthorizerDependencies) =>
+  middy<APIGatewayTokenAuthorizerEvent, APIGatewayAuthorizerResult, Error, Context>()
+    .use(observability)
+    .handler(async (event) => {
       const key = parseBearerToken(event.authorizationToken)
       // API Gateway key values are 20+ characters: shorter tokens never reach the store.
       if (!key || !isWellFormedApiKey(key)) {
@@ -66,5 +74,4 @@ export const createAuthorizerHandler = ({ keyStore, logger }: AuthorizerDependen
           ],
         },
       }
-    },
-  )
+    })

@@ -15,7 +15,7 @@ const input = { path: PetPathSchema }
 const { deprecation } = routeOf('getPet')
 
 export interface GetPetDependencies extends HttpPipelineOptions {
-  pets: PetRepository
+  pets: Pick<PetRepository, 'get'>
   clock: Clock
 }
 

@@ -3,12 +3,18 @@ import { ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
 
 const ERROR_CODES = Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]
 
-/** The Error body every error response carries (interface section 7, decisions.md "Errors"). */
+export const ErrorDetailSchema = z.object({ field: z.string(), message: z.string() })
+export type ErrorDetail = z.infer<typeof ErrorDetailSchema>
+
+/**
+ * The Error body every error response carries (interface section 7, decisions.md "Errors"):
+ * the type of what http-response renders, and meant to feed the OpenAPI document.
+ */
 export const ErrorSchema = z.object({
   code: z.enum(ERROR_CODES),
   message: z.string(),
   status: z.int(),
-  details: z.optional(z.array(z.object({ field: z.string(), message: z.string() }))),
+  details: z.optional(z.array(ErrorDetailSchema)),
   requestId: z.optional(z.string()),
 })
 export type ErrorBody = z.infer<typeof ErrorSchema>

@@ -1,35 +1,30 @@
+import {
+  isServerError,
+  isThrottlingError,
+  isTransientError,
+} from '@smithy/service-error-classification'
+
+type SdkError = Parameters<typeof isTransientError>[0]
+
+/**
+ * DynamoDB's server-fault exception names, also matched without `$metadata`: the SDK classifies
+ * 5xx by status code only, and an error that lost its metadata would otherwise become a 500.
+ */
+const SERVER_FAULT_NAMES = new Set(['InternalServerError', 'ServiceUnavailable'])
+
 /**
  * Failures of the datastore that a retry may cure: throttling, DynamoDB's own 5xx, timeouts and
- * lost connections. They become 503 service_unavailable with Retry-After, not 500.
+ * lost connections. They become 503 service_unavailable with Retry-After, not 500. The SDK's own
+ * retry classification decides: throttling names and 429, TimeoutError, Node's connection and DNS
+ * error codes (ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, ENOTFOUND, EAI_AGAIN, ...), 5xx.
  */
-const UNAVAILABLE_NAMES = new Set([
-  'ProvisionedThroughputExceededException',
-  'ThrottlingException',
-  'RequestLimitExceeded',
-  'InternalServerError',
-  'ServiceUnavailable',
-  'LimitExceededException',
-  'TimeoutError',
-])
-
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-])
-
 export const isDatastoreUnavailable = (error: unknown): boolean => {
   if (typeof error !== 'object' || error === null) return false
-  const { name, code, $metadata } = error as {
-    name?: unknown
-    code?: unknown
-    $metadata?: { httpStatusCode?: number }
-  }
-  if (typeof name === 'string' && UNAVAILABLE_NAMES.has(name)) return true
-  if (typeof code === 'string' && NETWORK_CODES.has(code)) return true
-  const status = $metadata?.httpStatusCode
-  return typeof status === 'number' && status >= 500
+  const sdkError = error as SdkError
+  return (
+    isThrottlingError(sdkError) ||
+    isTransientError(sdkError) ||
+    isServerError(sdkError) ||
+    SERVER_FAULT_NAMES.has(sdkError.name)
+  )
 }

@@ -1,7 +1,7 @@
 /**
  * Every error code the API can answer with, and its HTTP status (decisions.md, "Errors").
- * One table: the error middleware, the local gateway, the CDK gateway responses and the
- * OpenAPI document all read it.
+ * One table: the error middleware, the local gateway and the CDK gateway responses read it (and
+ * it is meant to feed the OpenAPI document).
  */
 export const ERROR_STATUS = {
   invalid_json: 400,
@@ -22,7 +22,6 @@ export const ERROR_STATUS = {
 } as const
 
 export type ErrorCode = keyof typeof ERROR_STATUS
-export type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode]
 
 /** Default, client-safe messages; callers may give a more specific one. */
 export const ERROR_MESSAGES: Record<ErrorCode, string> = {

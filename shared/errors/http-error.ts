@@ -1,9 +1,5 @@
+import type { ErrorDetail } from '#shared/domain/error-schema.ts'
 import { ERROR_MESSAGES, ERROR_STATUS, type ErrorCode } from './error-codes.ts'
-
-export interface ErrorDetail {
-  field: string
-  message: string
-}
 
 export interface HttpErrorOptions {
   message?: string

@@ -1,4 +1,5 @@
 import type { APIGatewayProxyResult } from 'aws-lambda'
+import type { ErrorBody } from '#shared/domain/error-schema.ts'
 import type { HttpError } from '#shared/errors/http-error.ts'
 import { stringifyJson } from './json-codec.ts'
 
@@ -17,7 +18,7 @@ export const jsonResponse = (
 })
 
 /** The Error body of decisions.md: `{code, message, status}` plus optional details and requestId. */
-export const errorBody = (error: HttpError, requestId?: string) => ({
+export const errorBody = (error: HttpError, requestId?: string): ErrorBody => ({
   code: error.code,
   message: error.message,
   status: error.status,

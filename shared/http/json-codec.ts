@@ -19,7 +19,8 @@ declare global {
 const INTEGER_LITERAL = /^-?\d+$/
 
 function reviveExactIntegers(key: string, value: unknown, context?: ReviverContext): unknown {
-  // Same guard as @middy/util: never let a body redefine prototypes.
+  // Never let a body redefine prototypes: stricter than @middy/util's jsonParseProtectProto
+  // (any object under `constructor`, not only one with a `prototype`), and a 400 invalid_json.
   if (
     key === '__proto__' ||
     (key === 'constructor' && typeof value === 'object' && value !== null)

@@ -3,6 +3,7 @@ import { HttpError, isHttpError, retryAfterHeaders } from '#shared/errors/http-e
 import { errorResponse } from '#shared/http/http-response.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import type { ApiMiddleware } from './http-types.ts'
+import { requestIdOf } from './request-id.ts'
 
 /**
  * The one error path: HttpErrors render as the Error body; datastore outages become 503 with
@@ -17,7 +18,7 @@ export const errorHandlerMiddleware = ({
   onError: (request) => {
     if (request.response !== undefined) return
     const { error } = request
-    const requestId = request.event?.requestContext?.requestId ?? request.context?.awsRequestId
+    const requestId = requestIdOf(request)
     let httpError: HttpError
     if (isHttpError(error)) {
       httpError = error

@@ -1,5 +1,10 @@
 import type { MiddlewareObj, Request } from '@middy/core'
-import type { APIGatewayProxyEvent, Context } from 'aws-lambda'
+import type {
+  APIGatewayAuthorizerResult,
+  APIGatewayProxyEvent,
+  APIGatewayTokenAuthorizerEvent,
+  Context,
+} from 'aws-lambda'
 import type { HttpResponse } from '#shared/http/http-response.ts'
 
 /** A REST (payload v1) proxy event, plus what the request middlewares derive from it. */
@@ -14,6 +19,14 @@ export type ApiRequest<TInput = unknown> = Request<ApiEvent<TInput>, HttpRespons
 export type ApiMiddleware<TInput = unknown> = MiddlewareObj<
   ApiEvent<TInput>,
   HttpResponse,
+  Error,
+  Context
+>
+
+/** A middleware of the TOKEN authorizer, which API Gateway calls before any HTTP function. */
+export type AuthorizerMiddleware = MiddlewareObj<
+  APIGatewayTokenAuthorizerEvent,
+  APIGatewayAuthorizerResult,
   Error,
   Context
 >

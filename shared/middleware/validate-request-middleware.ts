@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda'
 import type * as z from 'zod/mini'
-import { type ErrorDetail, validationFailed } from '#shared/errors/http-error.ts'
+import type { ErrorDetail } from '#shared/domain/error-schema.ts'
+import { validationFailed } from '#shared/errors/http-error.ts'
 import type { ApiEvent, ApiMiddleware } from './http-types.ts'
 
 export interface RequestSchemas {

@@ -12,7 +12,12 @@ import type {
 } from 'aws-lambda'
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { readKeyContext } from '#shared/auth/key-context.ts'
-import type { ApiMiddleware, ApiRequest } from '#shared/middleware/http-types.ts'
+import type {
+  ApiMiddleware,
+  ApiRequest,
+  AuthorizerMiddleware,
+} from '#shared/middleware/http-types.ts'
+import { requestIdOf } from '#shared/middleware/request-id.ts'
 import { logger as sharedLogger } from './logger.ts'
 import {
   AUTHORIZER_METRICS,
@@ -61,7 +66,7 @@ const requestContextMiddleware = (
       ...(caller ? { keyId: caller.keyId, plan: caller.plan } : {}),
     })
     // Same id as `requestId` in error bodies and API Gateway's x-amzn-RequestId header.
-    const requestId = request.event?.requestContext?.requestId
+    const requestId = requestIdOf(request)
     if (requestId) logger.setCorrelationId(requestId)
     tracer.putAnnotation(OPERATION_DIMENSION, operation)
     if (caller) tracer.putAnnotation('keyId', caller.keyId)
@@ -105,12 +110,6 @@ export const observabilityMiddlewares = (
   ]
 }
 
-type AuthorizerMiddleware = MiddlewareObj<
-  APIGatewayTokenAuthorizerEvent,
-  APIGatewayAuthorizerResult,
-  Error,
-  Context
->
 type AuthorizerRequest = Request<
   APIGatewayTokenAuthorizerEvent,
   APIGatewayAuthorizerResult,

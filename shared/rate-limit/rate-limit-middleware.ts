@@ -5,6 +5,7 @@ import type { ErrorCode } from '#shared/errors/error-codes.ts'
 import { HttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
 import { errorResponse } from '#shared/http/http-response.ts'
 import type { ApiMiddleware, ApiRequest } from '#shared/middleware/http-types.ts'
+import { requestIdOf } from '#shared/middleware/request-id.ts'
 import { addResponseHeaders } from '#shared/middleware/response-headers-middleware.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
@@ -114,8 +115,7 @@ export const rateLimitMiddleware = ({
       // rejected request still gets its 429, whatever the handler's outcome would have been.
       const rejection = await settle(request)
       if (!rejection) return
-      const requestId = request.event?.requestContext?.requestId ?? request.context?.awsRequestId
-      request.response = errorResponse(rejection, requestId)
+      request.response = errorResponse(rejection, requestIdOf(request))
     },
   }
 }

@@ -6,7 +6,6 @@
 export const SECOND_MS = 1_000
 export const MINUTE_MS = 60 * SECOND_MS
 export const DAY_MS = 24 * 60 * MINUTE_MS
-export const MINUTES_PER_DAY = DAY_MS / MINUTE_MS
 
 /** How long a key stays suspended after too many rejected requests in one minute. */
 export const SUSPENSION_MS = 15 * MINUTE_MS

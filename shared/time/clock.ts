@@ -2,8 +2,3 @@
 export type Clock = () => number
 
 export const systemClock: Clock = () => Date.now()
-
-export const fixedClock =
-  (epochMs: number): Clock =>
-  () =>
-    epochMs

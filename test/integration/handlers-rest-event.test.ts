@@ -7,13 +7,17 @@ import { CursorCodec } from '#shared/data/cursor-codec.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
 import { PetRepository } from '#shared/data/pet-repository.ts'
 import { logger } from '#shared/observability/logger.ts'
-import { type Clock, fixedClock, systemClock } from '#shared/time/clock.ts'
-import { lambdaContext, type RestRequest, restEvent } from '#test/support/api-gateway-events.ts'
+import { type Clock, systemClock } from '#shared/time/clock.ts'
+import {
+  FIXTURE_BASE_URL as BASE,
+  FIXTURE_REQUEST_ID,
+  lambdaContext,
+  type RestRequest,
+  restEvent,
+} from '#test/support/api-gateway-events.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
+import { fixedClock } from '#test/support/fixed-clock.ts'
 
-/** The fixture's stage address: links must point back through the stage the client called. */
-const BASE = 'https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/production/v1'
-const FIXTURE_REQUEST_ID = '3f0c2a8e-6f1d-4c3b-9a57-1b2c3d4e5f60'
 const SUNSET = Date.parse('2030-12-05T00:00:00Z')
 
 let env: DynamoTestEnv

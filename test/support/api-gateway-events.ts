@@ -17,6 +17,11 @@ const TOKEN_EVENT = fixture<APIGatewayTokenAuthorizerEvent>(
 /** The API key both fixtures carry (Authorization header, identity.apiKey). */
 export const FIXTURE_API_KEY = 'free-fixture-key-0123456789abcdef'
 export const FIXTURE_KEY_ID = 'k1a2b3c4d5'
+/** API Gateway's request id in the REST fixture (requestContext.requestId). */
+export const FIXTURE_REQUEST_ID = '3f0c2a8e-6f1d-4c3b-9a57-1b2c3d4e5f60'
+/** The fixture's stage address: what links in responses must start with. */
+export const FIXTURE_BASE_URL =
+  'https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/production/v1'
 
 export const tokenAuthorizerEvent = (
   overrides: Partial<APIGatewayTokenAuthorizerEvent> = {},
@@ -29,8 +34,15 @@ export interface RestRequest {
   pathParameters?: Record<string, string>
   /** Query values; an array is a repeated parameter. */
   query?: Record<string, string | string[]>
+  /** Added to the fixture's headers; one named like a fixture header (any case) replaces it. */
   headers?: Record<string, string>
-  body?: string
+  body?: string | null
+  isBase64Encoded?: boolean
+  /**
+   * What precedes `/v1` in requestContext.path: the stage on the execute-api host (default),
+   * '' on a custom domain or the local server.
+   */
+  basePath?: string
   /** false drops the authorizer context (a request that never passed the authorizer). */
   authorized?: boolean
 }
@@ -49,7 +61,7 @@ export const restEvent = <TInput = never>(request: RestRequest = {}): ApiEvent<T
   event.httpMethod = method
   event.requestContext.httpMethod = method
   event.requestContext.resourcePath = resource
-  event.requestContext.path = `/${event.requestContext.stage}${path}`
+  event.requestContext.path = `${request.basePath ?? `/${event.requestContext.stage}`}${path}`
   event.pathParameters = request.pathParameters ?? null
   if (request.query) {
     const multi = Object.fromEntries(
@@ -62,10 +74,17 @@ export const restEvent = <TInput = never>(request: RestRequest = {}): ApiEvent<T
     )
   }
   for (const [name, value] of Object.entries(request.headers ?? {})) {
+    for (const existing of Object.keys(event.headers)) {
+      if (existing.toLowerCase() === name.toLowerCase()) {
+        delete event.headers[existing]
+        delete event.multiValueHeaders[existing]
+      }
+    }
     event.headers[name] = value
     event.multiValueHeaders[name] = [value]
   }
   if (request.body !== undefined) event.body = request.body
+  if (request.isBase64Encoded !== undefined) event.isBase64Encoded = request.isBase64Encoded
   if (request.authorized === false) event.requestContext.authorizer = null
   return event as ApiEvent<TInput>
 }
@@ -88,24 +107,3 @@ export const lambdaContext = (
   fail: () => undefined,
   succeed: () => undefined,
 })
-
-/** The request id of minimalRestEvent. */
-export const MINIMAL_REQUEST_ID = 'c0ffee00-1111-2222-3333-444455556666'
-
-/** A bare REST (payload v1) event for middleware unit tests: GET /v1/pets, no headers. */
-export const minimalRestEvent = (overrides: Partial<APIGatewayProxyEvent> = {}): ApiEvent<never> =>
-  ({
-    httpMethod: 'GET',
-    path: '/v1/pets',
-    resource: '/pets',
-    headers: {},
-    multiValueHeaders: {},
-    queryStringParameters: null,
-    multiValueQueryStringParameters: null,
-    pathParameters: null,
-    stageVariables: null,
-    body: null,
-    isBase64Encoded: false,
-    requestContext: { requestId: MINIMAL_REQUEST_ID, path: '/v1/pets', httpMethod: 'GET' },
-    ...overrides,
-  }) as unknown as ApiEvent<never>

@@ -41,7 +41,16 @@ const plan = (
   ...(options.quota ? { quota: options.quota } : {}),
 })
 
-/** A small API Gateway control plane: pages of two items, with opaque position tokens. */
+type Listing =
+  | typeof GetApiKeysCommand
+  | typeof GetUsagePlansCommand
+  | typeof GetUsagePlanKeysCommand
+
+/**
+ * A small API Gateway control plane behind aws-sdk-client-mock: pages of two items, with opaque
+ * position tokens. Each request's input is recorded as sent: the SDK paginators reuse one input
+ * object across the pages of a listing, so the mock's own call records show only its last state.
+ */
 class FakeControlPlane {
   keys: ApiKey[] = []
   plans: UsagePlan[] = []
@@ -49,11 +58,13 @@ class FakeControlPlane {
   failure: Error | undefined
   readonly client = new APIGatewayClient({ region: 'eu-west-1' })
   readonly mock = mockClient(this.client)
+  readonly #requests: { command: Listing; input: Record<string, unknown> }[] = []
 
   constructor() {
-    const page = <T>(items: T[], position: string | undefined) => {
+    const page = <T>(command: Listing, input: { position?: string }, items: T[]) => {
+      this.#requests.push({ command, input: { ...input } })
       if (this.failure) throw this.failure
-      const start = position === undefined ? 0 : Number(position.replace('page-', ''))
+      const start = input.position === undefined ? 0 : Number(input.position.replace('page-', ''))
       const end = start + 2
       return {
         items: items.slice(start, end),
@@ -62,15 +73,19 @@ class FakeControlPlane {
     }
     this.mock.on(GetApiKeysCommand).callsFake(async (input) =>
       page(
+        GetApiKeysCommand,
+        input,
         this.keys.map((key) => (input.includeValues ? key : { ...key, value: undefined })),
-        input.position,
       ),
     )
-    this.mock.on(GetUsagePlansCommand).callsFake(async (input) => page(this.plans, input.position))
+    this.mock
+      .on(GetUsagePlansCommand)
+      .callsFake(async (input) => page(GetUsagePlansCommand, input, this.plans))
     this.mock.on(GetUsagePlanKeysCommand).callsFake(async (input) =>
       page(
+        GetUsagePlanKeysCommand,
+        input,
         (this.planKeys[input.usagePlanId] ?? []).map((id) => ({ id, type: 'API_KEY' })),
-        input.position,
       ),
     )
   }
@@ -80,10 +95,17 @@ class FakeControlPlane {
     if (planId) this.planKeys[planId] = [...(this.planKeys[planId] ?? []), id]
   }
 
+  /** The inputs of every request of one listing, as sent, optionally of one usage plan. */
+  requests(command: Listing, usagePlanId?: string): Record<string, unknown>[] {
+    return this.#requests
+      .filter((request) => request.command === command)
+      .map((request) => request.input)
+      .filter((input) => usagePlanId === undefined || input.usagePlanId === usagePlanId)
+  }
+
   /** Full refreshes so far (each lists the API keys once, from the first page). */
   refreshes(): number {
-    return this.mock.commandCalls(GetApiKeysCommand).filter((call) => !call.args[0].input.position)
-      .length
+    return this.requests(GetApiKeysCommand).filter((input) => input.position === undefined).length
   }
 
   calls(): number {
@@ -180,8 +202,10 @@ describe('ApiGatewayKeyStore: which keys are valid', () => {
     await expect(store.lookup(value('k-disabled'), SCOPE)).resolves.toBeUndefined()
     await expect(store.lookup(value('k-pro-2'), SCOPE)).resolves.toMatchObject({ id: 'k-pro-2' })
 
-    const keyCalls = plane.mock.commandCalls(GetApiKeysCommand).map((call) => call.args[0].input)
+    const keyCalls = plane.requests(GetApiKeysCommand)
     expect(keyCalls.every((input) => input.includeValues === true)).toBe(true)
+    // API Gateway's largest page, so a refresh makes as few calls as it can.
+    expect(keyCalls.every((input) => input.limit === 500)).toBe(true)
     expect(keyCalls.map((input) => input.position)).toEqual([
       undefined,
       'page-2',
@@ -189,15 +213,13 @@ describe('ApiGatewayKeyStore: which keys are valid', () => {
       'page-6',
       'page-8',
     ])
-    expect(plane.mock.commandCalls(GetUsagePlansCommand)).toHaveLength(4)
-    const proKeyPages = plane.mock
-      .commandCalls(GetUsagePlanKeysCommand, { usagePlanId: 'up-pro' })
-      .map((call) => call.args[0].input.position)
+    expect(plane.requests(GetUsagePlansCommand)).toHaveLength(4)
+    const proKeyPages = plane
+      .requests(GetUsagePlanKeysCommand, 'up-pro')
+      .map((input) => input.position)
     expect(proKeyPages).toEqual([undefined, 'page-2'])
     // Plans of other stages are never listed for keys.
-    expect(
-      plane.mock.commandCalls(GetUsagePlanKeysCommand, { usagePlanId: 'up-staging' }),
-    ).toHaveLength(0)
+    expect(plane.requests(GetUsagePlanKeysCommand, 'up-staging')).toHaveLength(0)
   })
 
   it('throws on a lookup without the API stage rather than guessing one', async () => {
@@ -331,7 +353,9 @@ describe('ApiGatewayKeyStore: caching and refresh budget', () => {
     )
     expect(results.filter((record) => record?.id === 'k-pro')).toHaveLength(25)
     expect(plane.refreshes()).toBe(1)
-    expect(plane.mock.commandCalls(GetUsagePlansCommand, { position: undefined })).toHaveLength(1)
+    expect(
+      plane.requests(GetUsagePlansCommand).filter((input) => input.position === undefined),
+    ).toHaveLength(1)
   })
 })
 

@@ -55,9 +55,11 @@ afterEach(() => {
 
 /** The authorizer as deployed: handler plus its observability middlewares. */
 const authorize = (event: APIGatewayTokenAuthorizerEvent): Promise<APIGatewayAuthorizerResult> =>
-  createAuthorizerHandler({ keyStore: store, logger }).use(
-    authorizerObservabilityMiddlewares({ logger, metrics }),
-  )(event, lambdaContext('petstore-authorizer'))
+  createAuthorizerHandler({
+    keyStore: store,
+    logger,
+    observability: authorizerObservabilityMiddlewares({ logger, metrics }),
+  })(event, lambdaContext('petstore-authorizer'))
 
 const expectUnauthorized = async (authorizationToken: string) => {
   const result = authorize(tokenAuthorizerEvent({ authorizationToken }))

@@ -1,81 +1,59 @@
-import type { Context } from 'aws-lambda'
 import { describe, expect, it, vi } from 'vitest'
+import { createGetPetHandler } from '#functions/get-pet/get-pet-handler.ts'
 import { routeOf } from '#shared/config/routes-config.ts'
-import { PetPathSchema } from '#shared/domain/pet-schema.ts'
-import { HttpError } from '#shared/errors/http-error.ts'
-import { JSON_CONTENT_TYPE, jsonResponse } from '#shared/http/http-response.ts'
-import { deprecationMiddleware } from '#shared/middleware/deprecation-middleware.ts'
-import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
-import type { ApiEvent } from '#shared/middleware/http-types.ts'
+import type { Pet } from '#shared/domain/pet-schema.ts'
+import { JSON_CONTENT_TYPE } from '#shared/http/http-response.ts'
+import type { Clock } from '#shared/time/clock.ts'
 import {
-  type RequestInput,
-  validateRequestMiddleware,
-} from '#shared/middleware/validate-request-middleware.ts'
-import { type Clock, fixedClock } from '#shared/time/clock.ts'
+  FIXTURE_BASE_URL,
+  FIXTURE_REQUEST_ID,
+  lambdaContext,
+  restEvent,
+} from '#test/support/api-gateway-events.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
+import { fixedClock } from '#test/support/fixed-clock.ts'
 
 const { deprecation } = routeOf('getPet')
 const SUNSET_MS = Date.UTC(2030, 11, 5) // 5 December 2030, 00:00:00 UTC (interface section 4.3)
 const SUNSET_HEADER = 'Thu, 05 Dec 2030 00:00:00 GMT'
 const BEFORE_SUNSET = fixedClock(Date.UTC(2027, 0, 15, 12))
 
-const EXECUTE_API = {
-  headers: { Host: 'a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com', 'X-Forwarded-Proto': 'https' },
-  path: '/production/v1/pets/7',
-  base: 'https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/production/v1',
-}
+/** Where the client called from: the host it named and what precedes /v1 in its path. */
+const EXECUTE_API = { headers: {}, basePath: undefined, base: FIXTURE_BASE_URL }
 const CUSTOM_DOMAIN = {
   headers: { host: 'api.petstore.example', 'x-forwarded-proto': 'https' },
-  path: '/v1/pets/7',
+  basePath: '',
   base: 'https://api.petstore.example/v1',
 }
 const LOCAL = {
   headers: { Host: '127.0.0.1:3000', 'X-Forwarded-Proto': 'http' },
-  path: '/v1/pets/7',
+  basePath: '',
   base: 'http://127.0.0.1:3000/v1',
 }
 
-/** GET /pets/{petId} as API Gateway delivers it: `path` without the stage, requestContext.path with it. */
+/** GET /pets/{petId} as API Gateway delivers it through `where`. */
 const getPetEvent = (
-  where: { headers: Record<string, string>; path: string } = EXECUTE_API,
+  where: { headers: Record<string, string>; basePath: string | undefined } = EXECUTE_API,
   petId = '7',
-): ApiEvent<never> =>
-  ({
-    httpMethod: 'GET',
-    path: `/v1/pets/${petId}`,
-    resource: '/v1/pets/{petId}',
-    headers: where.headers,
-    multiValueHeaders: {},
-    queryStringParameters: null,
-    multiValueQueryStringParameters: null,
+) =>
+  restEvent({
+    resource: '/pets/{petId}',
     pathParameters: { petId },
-    stageVariables: null,
-    body: null,
-    isBase64Encoded: false,
-    requestContext: {
-      requestId: 'req-deprecated-1',
-      path: where.path.replace(/\/7$/, `/${petId}`),
-      httpMethod: 'GET',
-    },
-  }) as unknown as ApiEvent<never>
+    headers: where.headers,
+    basePath: where.basePath,
+  })
 
-/** The getPet chain: pet 7 exists, every other id is 404. */
-const input = { path: PetPathSchema }
+const REX: Pet = { id: 7, name: 'Rex', categoryId: 1n }
+
+/** The real getPet handler over a stub repository in which pet 7 exists, and the given clock. */
 const getPet = (clock: Clock) => {
-  const handlerCalls = vi.fn()
-  const handler = httpPipeline<RequestInput<typeof input>>({ logger: fakeLogger() })
-    .use(deprecationMiddleware(deprecation, clock))
-    .use(validateRequestMiddleware(input))
-    .handler(async (event) => {
-      handlerCalls()
-      if (event.input.path.petId !== 7) throw new HttpError('pet_not_found')
-      return jsonResponse(200, { id: 7, name: 'Rex', categoryId: 1n })
-    })
-  const call = async (event: ApiEvent<never> = getPetEvent()) => {
-    const response = await handler(event, {} as Context)
+  const pets = { get: vi.fn(async (id: number) => (id === REX.id ? REX : undefined)) }
+  const handler = createGetPetHandler({ logger: fakeLogger(), pets, clock })
+  const call = async (event = getPetEvent()) => {
+    const response = await handler(event, lambdaContext('petstore-get-pet'))
     return { ...response, json: JSON.parse(response.body) as Record<string, unknown> }
   }
-  return { call, handlerCalls }
+  return { call, pets }
 }
 
 const expectDeprecationHeaders = (headers: Record<string, string>, base = EXECUTE_API.base) => {
@@ -132,18 +110,18 @@ describe('deprecation middleware (getPet)', () => {
     ['one millisecond after', SUNSET_MS + 1],
     ['years after', Date.UTC(2035, 5, 1)],
   ])('answers 410 gone %s, with an Error body and the headers', async (_label, now) => {
-    const { call, handlerCalls } = getPet(fixedClock(now))
+    const { call, pets } = getPet(fixedClock(now))
     const response = await call()
     expect(response.statusCode).toBe(410)
     expect(response.headers['Content-Type']).toBe(JSON_CONTENT_TYPE)
     expect(response.json).toMatchObject({
       code: 'gone',
       status: 410,
-      requestId: 'req-deprecated-1',
+      requestId: FIXTURE_REQUEST_ID,
     })
     expect(response.json.message).toEqual(expect.stringContaining('GET /pets'))
     expectDeprecationHeaders(response.headers)
-    expect(handlerCalls).not.toHaveBeenCalled()
+    expect(pets.get).not.toHaveBeenCalled()
   })
 
   it('answers 410 after the sunset even for an id that never existed or is invalid', async () => {

@@ -1,16 +1,15 @@
-import type { APIGatewayProxyEvent, Context } from 'aws-lambda'
 import { describe, expect, it } from 'vitest'
 import { ERROR_MESSAGES, ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
 import { HttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
 import { JSON_CONTENT_TYPE } from '#shared/http/http-response.ts'
 import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
 import type { ApiEvent } from '#shared/middleware/http-types.ts'
-import { MINIMAL_REQUEST_ID, minimalRestEvent } from '#test/support/api-gateway-events.ts'
+import {
+  lambdaContext,
+  FIXTURE_REQUEST_ID as REQUEST_ID,
+  restEvent,
+} from '#test/support/api-gateway-events.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
-
-const REQUEST_ID = MINIMAL_REQUEST_ID
-
-const restEvent = minimalRestEvent
 
 /** Runs a handler that throws `thrown` through the shared pipeline. */
 const respondTo = async (thrown: unknown, event: ApiEvent<never> = restEvent()) => {
@@ -18,7 +17,7 @@ const respondTo = async (thrown: unknown, event: ApiEvent<never> = restEvent()) 
   const handler = httpPipeline({ logger }).handler(async () => {
     throw thrown
   })
-  const response = await handler(event, { awsRequestId: 'lambda-request-id' } as Context)
+  const response = await handler(event, lambdaContext('petstore-test', 'lambda-request-id'))
   return { ...response, json: JSON.parse(response.body) as Record<string, unknown>, logger }
 }
 
@@ -128,6 +127,8 @@ describe('error handler middleware', () => {
       ['a DynamoDB 5xx', Object.assign(new Error('x'), { $metadata: { httpStatusCode: 500 } })],
       ['a reset connection', Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })],
       ['a refused connection', Object.assign(new Error('x'), { code: 'ECONNREFUSED' })],
+      ['an SDK timeout', Object.assign(new Error('x'), { name: 'TimeoutError' })],
+      ['InternalServerError without metadata', { name: 'InternalServerError' }],
     ])('becomes 503 service_unavailable with Retry-After for %s', async (_label, thrown) => {
       const response = await respondTo(thrown)
       expect(response.statusCode).toBe(503)
@@ -171,9 +172,7 @@ describe('error handler middleware', () => {
     })
 
     it('falls back to the Lambda request id when the event has none', async () => {
-      const event = restEvent({
-        requestContext: undefined,
-      } as unknown as Partial<APIGatewayProxyEvent>)
+      const event = { ...restEvent(), requestContext: undefined } as unknown as ApiEvent<never>
       const response = await respondTo(new HttpError('gone'), event)
       expect(response.json.requestId).toBe('lambda-request-id')
     })

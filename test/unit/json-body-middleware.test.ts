@@ -1,32 +1,22 @@
-import type { APIGatewayProxyEvent, Context } from 'aws-lambda'
 import { describe, expect, it } from 'vitest'
 import { JSON_CONTENT_TYPE, jsonResponse } from '#shared/http/http-response.ts'
 import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
 import type { ApiEvent } from '#shared/middleware/http-types.ts'
 import { jsonBodyMiddleware, MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
+import {
+  FIXTURE_REQUEST_ID,
+  lambdaContext,
+  type RestRequest,
+  restEvent,
+} from '#test/support/api-gateway-events.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
 
-/** A minimal REST (payload v1) event for POST /v1/pets. */
+/** POST /v1/pets with this body (the fixture sends no Content-Type: `headers` sets it). */
 const postEvent = (
   body: string | null,
   headers: Record<string, string> = { 'Content-Type': 'application/json' },
-  extra: Partial<APIGatewayProxyEvent> = {},
-): ApiEvent<never> =>
-  ({
-    httpMethod: 'POST',
-    path: '/v1/pets',
-    resource: '/pets',
-    headers,
-    multiValueHeaders: {},
-    queryStringParameters: null,
-    multiValueQueryStringParameters: null,
-    pathParameters: null,
-    stageVariables: null,
-    body,
-    isBase64Encoded: false,
-    requestContext: { requestId: 'req-body-1', path: '/v1/pets', httpMethod: 'POST' },
-    ...extra,
-  }) as unknown as ApiEvent<never>
+  extra: Pick<RestRequest, 'isBase64Encoded'> = {},
+): ApiEvent<never> => restEvent({ method: 'POST', body, headers, ...extra })
 
 /** Echoes the parsed body, so a test sees exactly what the handler would get. */
 const handler = httpPipeline({ logger: fakeLogger() })
@@ -34,7 +24,7 @@ const handler = httpPipeline({ logger: fakeLogger() })
   .handler(async (event) => jsonResponse(200, { received: event.jsonBody }))
 
 const call = async (event: ApiEvent<never>) => {
-  const response = await handler(event, {} as Context)
+  const response = await handler(event, lambdaContext())
   return { ...response, json: JSON.parse(response.body) as Record<string, unknown> }
 }
 
@@ -54,7 +44,7 @@ const expectError = (
 ): void => {
   expect(response.statusCode).toBe(status)
   expect(response.headers['Content-Type']).toBe(JSON_CONTENT_TYPE)
-  expect(response.json).toMatchObject({ code, status, requestId: 'req-body-1' })
+  expect(response.json).toMatchObject({ code, status, requestId: FIXTURE_REQUEST_ID })
   expect(typeof response.json.message).toBe('string')
 }
 

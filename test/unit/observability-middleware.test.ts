@@ -10,6 +10,7 @@ import { observabilityMiddlewares } from '#shared/observability/observability-mi
 import {
   FIXTURE_API_KEY,
   FIXTURE_KEY_ID,
+  FIXTURE_REQUEST_ID,
   lambdaContext,
   restEvent,
 } from '#test/support/api-gateway-events.ts'
@@ -146,7 +147,7 @@ describe('observability middlewares in the HTTP pipeline', () => {
         operation: 'listPets',
         keyId: FIXTURE_KEY_ID,
         plan: 'free',
-        correlation_id: '3f0c2a8e-6f1d-4c3b-9a57-1b2c3d4e5f60',
+        correlation_id: FIXTURE_REQUEST_ID,
         function_request_id: 'c6af9ac6-7b61-11e6-9a41-93e8deadbeef',
         function_name: 'petstore-list-pets',
       })

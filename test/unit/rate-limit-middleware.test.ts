@@ -1,9 +1,7 @@
-import type { Context } from 'aws-lambda'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { HttpError } from '#shared/errors/http-error.ts'
 import { jsonResponse } from '#shared/http/http-response.ts'
 import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
-import type { ApiEvent } from '#shared/middleware/http-types.ts'
 import {
   rateLimitMiddleware,
   STORE_FAILURE_METRIC,
@@ -14,6 +12,12 @@ import {
   type RateLimiter,
   suspendedDecision,
 } from '#shared/rate-limit/rate-limiter.ts'
+import {
+  FIXTURE_KEY_ID,
+  FIXTURE_REQUEST_ID,
+  lambdaContext,
+  restEvent,
+} from '#test/support/api-gateway-events.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
 
 const NOW = Date.parse('2026-03-14T10:00:18Z')
@@ -42,24 +46,6 @@ const decision = (
 }
 const ADMITTED = decision('admitted', { minute: 1, day: 1 })
 const RATE_LIMITED = decision('rate_limited', { minute: 60, day: 60 })
-
-const keyedEvent = (
-  authorizer: Record<string, unknown> | null = {
-    keyId: 'key-123',
-    plan: 'free',
-    perMinute: '60',
-    perDay: '1000',
-  },
-): ApiEvent<never> =>
-  ({
-    httpMethod: 'GET',
-    path: '/v1/pets',
-    headers: {},
-    queryStringParameters: null,
-    pathParameters: null,
-    body: null,
-    requestContext: { requestId: 'req-1', authorizer },
-  }) as unknown as ApiEvent<never>
 
 /** A limiter whose decision the test releases when it wants. */
 const deferredLimiter = () => {
@@ -94,8 +80,9 @@ const pipelineWith = (
   return {
     logger,
     metrics,
-    invoke: async (event = keyedEvent()) => {
-      const response = await invoke(event, {} as Context)
+    // The fixture passed the authorizer with the free plan's limits (FREE).
+    invoke: async (event = restEvent()) => {
+      const response = await invoke(event, lambdaContext())
       return { ...response, json: JSON.parse(response.body) as Record<string, unknown> }
     },
   }
@@ -122,7 +109,7 @@ describe('rate-limit middleware', () => {
     const pipeline = pipelineWith(limiter, 'write', handler)
     const response = pipeline.invoke()
     await flush()
-    expect(limiter.consume).toHaveBeenCalledWith('key-123', FREE)
+    expect(limiter.consume).toHaveBeenCalledWith(FIXTURE_KEY_ID, FREE)
     expect(handler).not.toHaveBeenCalled()
     release(ADMITTED)
     expect((await response).statusCode).toBe(201)
@@ -200,7 +187,7 @@ describe('rate-limit middleware', () => {
     release(suspendedDecision(FREE, NOW, NOW + 900_000))
     const answered = await response
     expect(answered.statusCode).toBe(429)
-    expect(answered.json).toMatchObject({ code: 'key_suspended', requestId: 'req-1' })
+    expect(answered.json).toMatchObject({ code: 'key_suspended', requestId: FIXTURE_REQUEST_ID })
     expect(answered.headers).toMatchObject({ 'Retry-After': '900', 'X-RateLimit-Remaining': '0' })
     expect(pipeline.metrics.addMetric).toHaveBeenCalledWith('KeySuspended', 'Count', 1)
   })
@@ -223,7 +210,7 @@ describe('rate-limit middleware', () => {
   it('leaves requests without a key context alone (no key to count or describe)', async () => {
     const limiter = fixedLimiter(ADMITTED)
     const response = await pipelineWith(limiter, 'read', async () => jsonResponse(200, [])).invoke(
-      keyedEvent(null),
+      restEvent({ authorized: false }),
     )
     expect(response.statusCode).toBe(200)
     expect(limiter.consume).not.toHaveBeenCalled()

@@ -1,4 +1,3 @@
-import type { APIGatewayProxyEvent, Context } from 'aws-lambda'
 import { describe, expect, it, vi } from 'vitest'
 import { ListPetsQuerySchema, NewPetSchema, PetPathSchema } from '#shared/domain/pet-schema.ts'
 import { JSON_CONTENT_TYPE, jsonResponse } from '#shared/http/http-response.ts'
@@ -9,11 +8,13 @@ import {
   type RequestInput,
   validateRequestMiddleware,
 } from '#shared/middleware/validate-request-middleware.ts'
-import { MINIMAL_REQUEST_ID, minimalRestEvent } from '#test/support/api-gateway-events.ts'
+import {
+  FIXTURE_REQUEST_ID,
+  lambdaContext,
+  type RestRequest,
+  restEvent,
+} from '#test/support/api-gateway-events.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
-
-const restEvent = (overrides: Partial<APIGatewayProxyEvent> = {}): ApiEvent<never> =>
-  minimalRestEvent({ headers: { 'Content-Type': 'application/json' }, ...overrides })
 
 const parse = async (response: {
   statusCode: number
@@ -48,25 +49,18 @@ const getPet = httpPipeline<RequestInput<typeof getInput>>({ logger: fakeLogger(
   .use(validateRequestMiddleware(getInput))
   .handler(async (event) => jsonResponse(200, event.input))
 
+const context = lambdaContext()
+
 const post = async (body: string) =>
-  parse(await createPet(restEvent({ httpMethod: 'POST', body }), {} as Context))
+  parse(
+    await createPet(
+      restEvent({ method: 'POST', headers: { 'Content-Type': 'application/json' }, body }),
+      context,
+    ),
+  )
 
-const list = async (
-  query: Pick<APIGatewayProxyEvent, 'queryStringParameters' | 'multiValueQueryStringParameters'>,
-) => parse(await listPets(restEvent(query), {} as Context))
-
-/** API Gateway fills both maps; the single-value one holds the last value of a repeated name. */
-const queryOf = (params: Record<string, string | string[]>) => ({
-  queryStringParameters: Object.fromEntries(
-    Object.entries(params).map(([name, value]) => [
-      name,
-      Array.isArray(value) ? value.at(-1) : value,
-    ]),
-  ),
-  multiValueQueryStringParameters: Object.fromEntries(
-    Object.entries(params).map(([name, value]) => [name, Array.isArray(value) ? value : [value]]),
-  ),
-})
+const list = async (query?: RestRequest['query'], event: ApiEvent<never> = restEvent({ query })) =>
+  parse(await listPets(event, context))
 
 const fields = (json: { details?: { field: string }[] }) =>
   (json.details ?? []).map((detail) => detail.field).sort()
@@ -77,7 +71,7 @@ const expectValidationFailed = (response: Awaited<ReturnType<typeof parse>>): vo
   expect(response.json).toMatchObject({
     code: 'validation_failed',
     status: 400,
-    requestId: MINIMAL_REQUEST_ID,
+    requestId: FIXTURE_REQUEST_ID,
   })
   expect(typeof response.json.message).toBe('string')
   for (const detail of response.json.details ?? []) {
@@ -139,50 +133,46 @@ describe('validate request middleware', () => {
 
   describe('query', () => {
     it('applies the limit default', async () => {
-      const response = await list({
-        queryStringParameters: null,
-        multiValueQueryStringParameters: null,
-      })
+      const response = await list()
       expect(response.statusCode).toBe(200)
       expect(response.json).toEqual({ limit: 20 })
     })
 
     it('gives typed values', async () => {
-      const response = await list(queryOf({ limit: '5', status: 'sold', cursor: 'abc.def' }))
+      const response = await list({ limit: '5', status: 'sold', cursor: 'abc.def' })
       expect(response.json).toEqual({ limit: 5, status: 'sold', cursor: 'abc.def' })
     })
 
     it.each(['0', '101', 'abc', '1.5', '', '-1'])(
       'rejects limit=%j naming limit',
       async (limit) => {
-        const response = await list(queryOf({ limit }))
+        const response = await list({ limit })
         expectValidationFailed(response)
         expect(fields(response.json)).toEqual(['limit'])
       },
     )
 
     it('rejects a repeated limit even though the single-value map looks fine', async () => {
-      const response = await list(queryOf({ limit: ['5', '10'] }))
+      const response = await list({ limit: ['5', '10'] })
       expectValidationFailed(response)
       expect(response.json.details).toEqual([{ field: 'limit', message: 'must be given once' }])
     })
 
     it('reads the single-value map when the multi-value one is missing', async () => {
-      const response = await list({
-        queryStringParameters: { limit: '7' },
-        multiValueQueryStringParameters: null,
-      })
+      const event = restEvent({ query: { limit: '7' } })
+      event.multiValueQueryStringParameters = null
+      const response = await list(undefined, event)
       expect(response.json).toEqual({ limit: 7 })
     })
 
     it('names limit and status together', async () => {
-      const response = await list(queryOf({ limit: '0', status: 'lost' }))
+      const response = await list({ limit: '0', status: 'lost' })
       expectValidationFailed(response)
       expect(fields(response.json)).toEqual(['limit', 'status'])
     })
 
     it('ignores unknown query parameters', async () => {
-      const response = await list(queryOf({ limit: '3', utm_source: 'mail' }))
+      const response = await list({ limit: '3', utm_source: 'mail' })
       expect(response.statusCode).toBe(200)
       expect(response.json).toEqual({ limit: 3 })
     })
@@ -191,7 +181,10 @@ describe('validate request middleware', () => {
   describe('path', () => {
     const get = async (petId: string, query: Record<string, string> = {}) =>
       parse(
-        await getPet(restEvent({ pathParameters: { petId }, ...queryOf(query) }), {} as Context),
+        await getPet(
+          restEvent({ resource: '/pets/{petId}', pathParameters: { petId }, query }),
+          context,
+        ),
       )
 
     it('gives the petId as a number', async () => {

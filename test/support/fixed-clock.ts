@@ -1,0 +1,7 @@
+import type { Clock } from '#shared/time/clock.ts'
+
+/** A clock stopped at one instant. */
+export const fixedClock =
+  (epochMs: number): Clock =>
+  () =>
+    epochMs
