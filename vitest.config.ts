@@ -36,6 +36,10 @@ export default defineConfig({
         test: {
           name: 'infra',
           include: ['test/infra/**/*.test.ts'],
+          // Synthesizes and bundles the app once (infra/app.ts); every infra test file reads it.
+          globalSetup: ['test/infra/support/app-synthesis-setup.ts'],
+          // The files share no mutable state: one module graph per worker imports aws-cdk-lib once.
+          isolate: false,
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },

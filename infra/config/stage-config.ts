@@ -1,3 +1,4 @@
+import { RemovalPolicy } from 'aws-cdk-lib'
 import { RetentionDays } from 'aws-cdk-lib/aws-logs'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
@@ -215,3 +216,7 @@ export const readStageConfig = (context: ContextReader, stage: StageName): Stage
 
 /** Per-stage CloudWatch namespace: two stages in one account must not share metrics or alarms. */
 export const metricsNamespace = (stage: StageName): string => `Petstore/${stage}`
+
+/** Of the stage's log groups: production keeps its logs after a stack is deleted. */
+export const logRemovalPolicy = (config: StageConfig): RemovalPolicy =>
+  config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY

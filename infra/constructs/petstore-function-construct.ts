@@ -12,6 +12,7 @@ import {
 } from 'aws-cdk-lib/aws-lambda-nodejs'
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
+import { logRemovalPolicy, metricsNamespace, type StageConfig } from '#infra/config/stage-config.ts'
 
 /** The repository root: esbuild's project root, where entries and the lock file live. */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -60,6 +61,18 @@ export interface PetstoreFunctionProps {
   timeout?: Duration
   environment?: Record<string, string>
 }
+
+/** The props every function of a stage shares: its metrics namespace and its logs' lifetime. */
+export type StageFunctionDefaults = Pick<
+  PetstoreFunctionProps,
+  'metricsNamespace' | 'logRetention' | 'logRemovalPolicy'
+>
+
+export const stageFunctionDefaults = (config: StageConfig): StageFunctionDefaults => ({
+  metricsNamespace: metricsNamespace(config.stage),
+  logRetention: config.logRetention,
+  logRemovalPolicy: logRemovalPolicy(config),
+})
 
 /**
  * A NodejsFunction with the project's shared defaults: Node 24 on arm64, one minified ESM

@@ -1,27 +1,20 @@
 import type { Template } from 'aws-cdk-lib/assertions'
-import { beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { BEARER_CHALLENGE } from '#shared/auth/bearer-token.ts'
 import { USAGE_PLAN_TAG } from '#shared/config/plans-config.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
 import { ERROR_MESSAGES, type ErrorCode } from '#shared/errors/error-codes.ts'
 import {
+  appStage,
   type CfnResource,
   functionByService,
   propsOf,
   resourcesOf,
-  type SynthesizedApp,
   synthesizeApp,
 } from './support/synth-app.ts'
 
-let synthesized: SynthesizedApp
-let production: Template
-let staging: Template
-beforeAll(() => {
-  // Templates only: the bundles themselves are tested in functions.test.ts.
-  synthesized = synthesizeApp({}, { bundle: false })
-  production = synthesized.stage('production').api
-  staging = synthesized.stage('staging').api
-})
+const production = appStage('production').api
+const staging = appStage('staging').api
 
 const only = (template: Template, type: string): [string, CfnResource] => {
   const found = resourcesOf(template, type)
@@ -246,10 +239,10 @@ describe('usage plans', () => {
   })
 
   it('takes Enterprise limits from context', () => {
-    const custom = synthesizeApp(
-      { stage: 'production', 'production.enterpriseLimits': '12000/3000000' },
-      { bundle: false },
-    ).stage('production').api
+    const custom = synthesizeApp({
+      stage: 'production',
+      'production.enterpriseLimits': '12000/3000000',
+    }).stage('production').api
     const enterprise = plansOf(custom).get('enterprise')
     expect(enterprise?.Throttle).toEqual({ RateLimit: 200, BurstLimit: 12_000 })
     expect(enterprise?.Quota).toEqual({ Limit: 3_000_000, Period: 'DAY' })
@@ -299,10 +292,10 @@ describe('stage', () => {
       'Fn::GetAtt'
     ][0]
     expect((production.toJSON().Resources[roleId] as CfnResource).DeletionPolicy).toBe('Retain')
-    const without = synthesizeApp(
-      { stage: 'staging', 'staging.apiGatewayCloudWatchRole': 'false' },
-      { bundle: false },
-    ).stage('staging').api
+    const without = synthesizeApp({
+      stage: 'staging',
+      'staging.apiGatewayCloudWatchRole': 'false',
+    }).stage('staging').api
     expect(resourcesOf(without, 'AWS::ApiGateway::Account')).toHaveLength(0)
     expect(resourcesOf(without, 'AWS::IAM::Role')).toHaveLength(ROUTES.length + 1)
   })
@@ -321,16 +314,13 @@ describe('stage', () => {
   })
 
   it('serves a custom domain at https://{domain}/v1 when the context configures one', () => {
-    const custom = synthesizeApp(
-      {
-        stage: 'production',
-        'production.domainName': 'api.example.com',
-        'production.certificateArn': 'arn:aws:acm:eu-west-1:123456789012:certificate/abc',
-        'production.hostedZoneId': 'Z123456ABCDEFG',
-        'production.hostedZoneName': 'example.com',
-      },
-      { bundle: false },
-    ).stage('production').api
+    const custom = synthesizeApp({
+      stage: 'production',
+      'production.domainName': 'api.example.com',
+      'production.certificateArn': 'arn:aws:acm:eu-west-1:123456789012:certificate/abc',
+      'production.hostedZoneId': 'Z123456ABCDEFG',
+      'production.hostedZoneName': 'example.com',
+    }).stage('production').api
     expect(propsOf(only(custom, 'AWS::ApiGateway::DomainName')[1])).toMatchObject({
       DomainName: 'api.example.com',
       RegionalCertificateArn: 'arn:aws:acm:eu-west-1:123456789012:certificate/abc',

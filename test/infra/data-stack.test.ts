@@ -1,29 +1,15 @@
-import { beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   PET_TABLE,
   petTableDefinition,
   RATE_LIMIT_TABLE,
   rateLimitTableDefinition,
 } from '#shared/data/table-schema.ts'
-import {
-  type CfnResource,
-  propsOf,
-  resourcesOf,
-  type SynthesizedApp,
-  synthesizeApp,
-} from './support/synth-app.ts'
-
-let synthesized: SynthesizedApp
-beforeAll(() => {
-  // The data stacks hold no code: no need to bundle the functions here.
-  synthesized = synthesizeApp({}, { bundle: false })
-})
+import { appStage, type CfnResource, propsOf, resourcesOf } from './support/synth-app.ts'
 
 /** The two tables of a stage: the pet table has the status GSI, the rate-limit table has TTL. */
 const tablesOf = (stage: 'staging' | 'production') => {
-  const tables = resourcesOf(synthesized.stage(stage).data, 'AWS::DynamoDB::Table').map(
-    ([, table]) => table,
-  )
+  const tables = resourcesOf(appStage(stage).data, 'AWS::DynamoDB::Table').map(([, table]) => table)
   expect(tables).toHaveLength(2)
   const pets = tables.find((table) => propsOf(table).GlobalSecondaryIndexes) as CfnResource
   const rateLimits = tables.find((table) => propsOf(table).TimeToLiveSpecification) as CfnResource
@@ -98,7 +84,7 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
 
   it('creates no custom resource for the id counter: the allocator creates it lazily', () => {
     const types = Object.values(
-      synthesized.stage(stage).data.toJSON().Resources as Record<string, CfnResource>,
+      appStage(stage).data.toJSON().Resources as Record<string, CfnResource>,
     ).map((resource) => resource.Type)
     expect(types.sort()).toEqual(['AWS::DynamoDB::Table', 'AWS::DynamoDB::Table'])
   })

@@ -4,30 +4,26 @@ import { builtinModules } from 'node:module'
 import { join } from 'node:path'
 import type { Template } from 'aws-cdk-lib/assertions'
 import { buildSync } from 'esbuild'
-import { beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ROUTES } from '#shared/config/routes-config.ts'
 import { PET_TABLE } from '#shared/data/table-schema.ts'
 import {
+  appAssemblyDir,
+  appStage,
   type CfnResource,
   envOf,
   functionByService,
   propsOf,
   resourcesOf,
-  type SynthesizedApp,
   synthesizeApp,
 } from './support/synth-app.ts'
 
 const SERVICES = [...ROUTES.map((route) => route.operationId), 'authorizer'] as const
 const STAGES = ['staging', 'production'] as const
 
-let synthesized: SynthesizedApp
-let assemblyDir: string
-beforeAll(() => {
-  synthesized = synthesizeApp()
-  assemblyDir = synthesized.app.synth().directory
-})
-
-const apiOf = (stage: (typeof STAGES)[number]): Template => synthesized.stage(stage).api
+// Templates and bundles of the run's one synthesis of app.ts.
+const assemblyDir = appAssemblyDir()
+const apiOf = (stage: (typeof STAGES)[number]): Template => appStage(stage).api
 
 const resourceById = (template: Template, id: string): CfnResource =>
   template.toJSON().Resources[id] as CfnResource
@@ -106,10 +102,7 @@ describe('function configuration', () => {
     })
     expect(env.TABLE_NAME).toBeUndefined()
     expect(env.RATE_LIMIT_TABLE_NAME).toBeUndefined()
-    const custom = synthesizeApp(
-      { stage: 'staging', 'staging.enterpriseLimits': '100/2000' },
-      { bundle: false },
-    )
+    const custom = synthesizeApp({ stage: 'staging', 'staging.enterpriseLimits': '100/2000' })
     expect(
       envOf(functionByService(custom.stage('staging').api, 'authorizer')[1]).ENTERPRISE_LIMITS,
     ).toBe('100/2000')

@@ -1,18 +1,41 @@
 import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { App } from 'aws-cdk-lib'
 import { Template } from 'aws-cdk-lib/assertions'
+import { inject } from 'vitest'
 import type { StageName } from '#infra/config/stage-config.ts'
 import { addPetstoreStacks, type StageStacks } from '#infra/stacks/petstore-stage-stacks.ts'
+import { CDK_JSON } from './cdk-json.ts'
 
-interface CdkJson {
-  app: string
-  watch: { include: string[]; exclude: string[] }
-  context: Record<string, unknown>
+/**
+ * The cloud assembly of the run's one synthesis of infra/app.ts (app-synthesis-setup.ts):
+ * bundled function code, cdk-nag enforced, both stages.
+ */
+export const appAssemblyDir = (): string => {
+  const { outdir, status, stderr } = inject('appSynthesis')
+  if (status !== 0) throw new Error(`infra/app.ts did not synthesize (exit ${status}):\n${stderr}`)
+  return outdir
 }
 
-export const CDK_JSON = JSON.parse(
-  readFileSync(new URL('../../../cdk.json', import.meta.url), 'utf8'),
-) as CdkJson
+// By file: a watch-mode rerun synthesizes into a new directory.
+const appTemplates = new Map<string, Template>()
+
+/** A stack's template from that assembly, e.g. `appTemplate('petstore-production-api')`. */
+export const appTemplate = (stackName: string): Template => {
+  const file = join(appAssemblyDir(), `${stackName}.template.json`)
+  let template = appTemplates.get(file)
+  if (!template) {
+    template = Template.fromJSON(JSON.parse(readFileSync(file, 'utf8')))
+    appTemplates.set(file, template)
+  }
+  return template
+}
+
+/** A stage's two templates from that assembly. */
+export const appStage = (stage: StageName): { data: Template; api: Template } => ({
+  data: appTemplate(`petstore-${stage}-data`),
+  api: appTemplate(`petstore-${stage}-api`),
+})
 
 export interface SynthesizedStage {
   stacks: StageStacks
@@ -27,36 +50,35 @@ export interface SynthesizedApp {
 }
 
 /**
- * The app as `cdk synth` builds it: cdk.json's context (feature flags) plus the given context,
- * stacks from the same function app.ts calls, functions bundled for real by local esbuild.
- * `bundle: false` skips esbuild (CDK's `aws:cdk:bundling-stacks`) for extra apps that only
- * check template details unrelated to the code.
+ * The app with other context than app.ts gets (e.g. a custom domain), for template details
+ * unrelated to the code: cdk.json's context plus the given context, stacks from the same function
+ * app.ts calls, and no bundling (CDK's `aws:cdk:bundling-stacks`), which keeps it quick. Bundles
+ * are checked once, in the app.ts assembly (appAssemblyDir).
  */
-export const synthesizeApp = (
-  context: Record<string, unknown> = {},
-  { bundle = true }: { bundle?: boolean } = {},
-): SynthesizedApp => {
+export const synthesizeApp = (context: Record<string, unknown> = {}): SynthesizedApp => {
   const app = new App({
-    context: {
-      ...CDK_JSON.context,
-      ...(bundle ? {} : { 'aws:cdk:bundling-stacks': [] }),
-      ...context,
-    },
+    context: { ...CDK_JSON.context, 'aws:cdk:bundling-stacks': [], ...context },
+    // CDK's CloudFormation rule check (a WASM engine, about a second per test process) runs on
+    // the app.ts synthesis; these variants only feed assertions on template details.
+    builtinCloudFormationValidation: false,
   })
   const stages = addPetstoreStacks(app)
-  const templates = new Map(
-    stages.map((stacks) => [
-      stacks.config.stage,
-      { stacks, data: Template.fromStack(stacks.data), api: Template.fromStack(stacks.api) },
-    ]),
-  )
   return {
     app,
     stages,
     stage: (name) => {
-      const found = templates.get(name)
-      if (!found) throw new Error(`Stage ${name} was not synthesized`)
-      return found
+      const stacks = stages.find((candidate) => candidate.config.stage === name)
+      if (!stacks) throw new Error(`Stage ${name} was not synthesized`)
+      // Templates on demand: most callers read one stack of one stage.
+      return {
+        stacks,
+        get data() {
+          return Template.fromStack(stacks.data)
+        },
+        get api() {
+          return Template.fromStack(stacks.api)
+        },
+      }
     },
   }
 }

@@ -1,0 +1,125 @@
+import { RemovalPolicy, Validations } from 'aws-cdk-lib'
+import {
+  AccessLogField,
+  AccessLogFormat,
+  ApiKeySourceType,
+  AuthorizationType,
+  EndpointType,
+  type IAuthorizer,
+  LogGroupLogDestination,
+  MethodLoggingLevel,
+  RestApi,
+} from 'aws-cdk-lib/aws-apigateway'
+import { LogGroup } from 'aws-cdk-lib/aws-logs'
+import type { Construct } from 'constructs'
+import { logRemovalPolicy, type StageConfig } from '#infra/config/stage-config.ts'
+
+export interface StageRestApi {
+  api: RestApi
+  accessLogGroup: LogGroup
+}
+
+/** One JSON line per request: the key's id and plan from the authorizer, never the key itself. */
+const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
+  JSON.stringify({
+    requestId: AccessLogField.contextRequestId(),
+    extendedRequestId: AccessLogField.contextExtendedRequestId(),
+    requestTime: AccessLogField.contextRequestTime(),
+    ip: AccessLogField.contextIdentitySourceIp(),
+    userAgent: AccessLogField.contextIdentityUserAgent(),
+    httpMethod: AccessLogField.contextHttpMethod(),
+    resourcePath: AccessLogField.contextResourcePath(),
+    path: AccessLogField.contextPath(),
+    protocol: AccessLogField.contextProtocol(),
+    status: AccessLogField.contextStatus(),
+    responseLength: AccessLogField.contextResponseLength(),
+    responseLatency: AccessLogField.contextResponseLatency(),
+    integrationLatency: AccessLogField.contextIntegrationLatency(),
+    integrationStatus: AccessLogField.contextIntegrationStatus(),
+    authorizerLatency: AccessLogField.contextAuthorizerIntegrationLatency(),
+    authorizerError: AccessLogField.contextAuthorizerError(),
+    errorType: AccessLogField.contextErrorResponseType(),
+    errorMessage: AccessLogField.contextErrorMessage(),
+    keyId: AccessLogField.contextAuthorizerPrincipalId(),
+    plan: AccessLogField.contextAuthorizer('plan'),
+    xrayTraceId: AccessLogField.contextXrayTraceId(),
+  }),
+)
+
+/**
+ * The stage's REST API (id `RestApi`) and its access log group (id `AccessLogs`), both in `scope`
+ * itself (see PetstoreApi): a regional endpoint whose every method requires the authorizer and
+ * an API key, a traced and throttled stage, and the cdk-nag findings this design accepts.
+ */
+export const addRestApi = (
+  scope: Construct,
+  config: StageConfig,
+  authorizer: IAuthorizer,
+): StageRestApi => {
+  const { stage } = config
+  const accessLogGroup = new LogGroup(scope, 'AccessLogs', {
+    logGroupName: `/petstore/${stage}/api-access`,
+    retention: config.logRetention,
+    removalPolicy: logRemovalPolicy(config),
+  })
+
+  const api = new RestApi(scope, 'RestApi', {
+    restApiName: `petstore-${stage}`,
+    description: `Petstore API (${stage})`,
+    endpointTypes: [EndpointType.REGIONAL],
+    apiKeySourceType: ApiKeySourceType.AUTHORIZER,
+    // Access and execution logs need the account-wide CloudWatch role. RETAIN: deleting one
+    // stage must not pull the role from under the other stages of the account.
+    cloudWatchRole: config.apiGatewayCloudWatchRole,
+    ...(config.apiGatewayCloudWatchRole
+      ? { cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN }
+      : {}),
+    deployOptions: {
+      stageName: stage,
+      description: `Petstore ${stage}`,
+      tracingEnabled: true,
+      // Errors only, and never request or response data: those carry API keys.
+      loggingLevel: MethodLoggingLevel.ERROR,
+      dataTraceEnabled: false,
+      throttlingRateLimit: config.throttleRateLimit,
+      throttlingBurstLimit: config.throttleBurstLimit,
+      accessLogDestination: new LogGroupLogDestination(accessLogGroup),
+      accessLogFormat: ACCESS_LOG_FORMAT,
+    },
+    defaultMethodOptions: {
+      authorizer,
+      authorizationType: AuthorizationType.CUSTOM,
+      apiKeyRequired: true,
+    },
+  })
+  acknowledgeRules(api)
+  return { api, accessLogGroup }
+}
+
+/** cdk-nag findings this design accepts on purpose, each with its reason. */
+const acknowledgeRules = (api: RestApi): void => {
+  Validations.of(api).acknowledge(
+    {
+      id: 'AwsSolutions-APIG2',
+      reason:
+        'Requests are validated in the functions against the shared zod schemas, so every 400 carries the documented validation_failed body with a details list; a gateway request validator would answer in a different shape.',
+    },
+    {
+      id: 'AwsSolutions-APIG3',
+      reason:
+        'Abuse is bounded per key by usage plans, the functions rate limiter and the stage throttle; every method requires an API key. A WAF web ACL can be associated with the stage later without code changes.',
+    },
+    {
+      id: 'AwsSolutions-COG4',
+      reason:
+        'Clients are machines holding API keys (decisions.md): every method uses the TOKEN Lambda authorizer, which validates the bearer key against API Gateway keys and usage plans. There are no Cognito users.',
+    },
+  )
+  if (api.node.tryFindChild('CloudWatchRole')) {
+    Validations.of(api).acknowledge({
+      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
+      reason:
+        'The account-level API Gateway logging role uses the AWS-managed policy documented for it; it is assumed only by apigateway.amazonaws.com to write access and execution logs.',
+    })
+  }
+}
