@@ -58,3 +58,52 @@ export const parsePlanLimits = (text: string): PlanLimits => {
 /** The inverse of parsePlanLimits: the ENTERPRISE_LIMITS format. */
 export const formatPlanLimits = ({ perMinute, perDay }: PlanLimits): string =>
   `${perMinute}/${perDay}`
+
+/**
+ * Usage plan tags the key-sync function reads (decisions.md "Authentication and keys"): the plan
+ * name, and for a per-customer Enterprise plan its own limits.
+ */
+export const PLAN_TAGS = {
+  plan: USAGE_PLAN_TAG,
+  perMinute: 'petstore:perMinute',
+  perDay: 'petstore:perDay',
+} as const
+
+export type PlanFromTags = { plan: PlanName; limits: PlanLimits } | { error: string }
+
+/** A positive safe integer written in decimal digits only ("1e3", "1.5", "+5", "07" are refused). */
+const positiveIntegerTag = (value: string | undefined): number | undefined => {
+  const text = value?.trim()
+  if (text === undefined || !/^[1-9]\d*$/.test(text)) return undefined
+  const number = Number(text)
+  return Number.isSafeInteger(number) ? number : undefined
+}
+
+/**
+ * A usage plan's plan and limits from its tags, or why they are refused. Free, Pro and Business
+ * take PLAN_LIMITS (limit tags on them are ignored); Enterprise needs both limit tags. Anything
+ * missing or malformed is refused, never defaulted, so a typo cannot grant more than meant.
+ */
+export const planFromTags = (
+  tags: Record<string, string | undefined> | undefined,
+): PlanFromTags => {
+  const raw = tags?.[PLAN_TAGS.plan]
+  if (raw === undefined) return { error: `missing tag ${PLAN_TAGS.plan}` }
+  const plan = raw.trim().toLowerCase()
+  if (!isPlanName(plan)) {
+    return { error: `tag ${PLAN_TAGS.plan} is not one of ${PLAN_NAMES.join(', ')}` }
+  }
+  if (plan !== 'enterprise') return { plan, limits: PLAN_LIMITS[plan] }
+  const perMinute = positiveIntegerTag(tags?.[PLAN_TAGS.perMinute])
+  if (perMinute === undefined) {
+    return { error: `enterprise plan needs tag ${PLAN_TAGS.perMinute} as a positive integer` }
+  }
+  const perDay = positiveIntegerTag(tags?.[PLAN_TAGS.perDay])
+  if (perDay === undefined) {
+    return { error: `enterprise plan needs tag ${PLAN_TAGS.perDay} as a positive integer` }
+  }
+  if (perDay < perMinute) {
+    return { error: `tag ${PLAN_TAGS.perDay} is below ${PLAN_TAGS.perMinute}` }
+  }
+  return { plan, limits: { perMinute, perDay } }
+}

@@ -52,3 +52,20 @@ export const rateLimitTableDefinition = (tableName: string): CreateTableCommandI
   AttributeDefinitions: [{ AttributeName: RATE_LIMIT_TABLE.partitionKey, AttributeType: 'S' }],
   KeySchema: [{ AttributeName: RATE_LIMIT_TABLE.partitionKey, KeyType: 'HASH' }],
 })
+
+/**
+ * The key mirror: one table per stage, one item per API key usable on that stage, keyed by the
+ * SHA-256 (hex) of the key value (the value itself is never stored). Rebuilt from API Gateway by
+ * the key-sync function; read by the authorizer with one GetItem. Items and hashing live in
+ * shared/data/key-mirror-schema.ts.
+ */
+export const KEY_MIRROR_TABLE = {
+  partitionKey: 'keyHash',
+} as const
+
+export const keyMirrorTableDefinition = (tableName: string): CreateTableCommandInput => ({
+  TableName: tableName,
+  BillingMode: 'PAY_PER_REQUEST',
+  AttributeDefinitions: [{ AttributeName: KEY_MIRROR_TABLE.partitionKey, AttributeType: 'S' }],
+  KeySchema: [{ AttributeName: KEY_MIRROR_TABLE.partitionKey, KeyType: 'HASH' }],
+})

@@ -38,3 +38,20 @@ export const createMetrics = (operation: string, env: NodeJS.ProcessEnv = proces
     serviceName: METRICS_SERVICE,
     defaultDimensions: { [OPERATION_DIMENSION]: operation },
   })
+
+/** The `operation` dimension value of the key-sync function's metrics. */
+export const KEY_SYNC_OPERATION = 'key-sync'
+
+/**
+ * Emitted once per key-sync run. InvalidPlans > 0 means a usage plan of the stage has a missing
+ * or bad `petstore:*` tag and its keys are refused (alarm on it); Failures counts runs that threw
+ * and left the previous mirror in place (0 on success, so Average is the failure rate).
+ */
+export const KEY_SYNC_METRICS = {
+  keysMirrored: 'KeySyncKeysMirrored',
+  keysRemoved: 'KeySyncKeysRemoved',
+  invalidPlans: 'KeySyncInvalidPlans',
+  refusedKeys: 'KeySyncRefusedKeys',
+  managementCalls: 'KeySyncManagementCalls',
+  failures: 'KeySyncFailures',
+} as const

@@ -1,0 +1,82 @@
+import type { Logger } from '@aws-lambda-powertools/logger'
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware'
+import type { Metrics } from '@aws-lambda-powertools/metrics'
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
+import type { Tracer } from '@aws-lambda-powertools/tracer'
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware'
+import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
+import type { MiddlewareObj } from '@middy/core'
+import type { Context } from 'aws-lambda'
+import { requireEnv } from '#shared/config/env-config.ts'
+import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
+import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { logger } from '#shared/observability/logger.ts'
+import { createMetrics, KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
+import { tracer } from '#shared/observability/tracer.ts'
+import { systemClock } from '#shared/time/clock.ts'
+import { ApiGatewayKeySource } from './api-gateway-key-source.ts'
+import { TokenBucketPacer } from './call-pacer.ts'
+import type { KeySyncDependencies, KeySyncEvent, KeySyncResult } from './key-sync-handler.ts'
+
+/**
+ * Management API client of the sync: short timeouts and few attempts, because the next scheduled
+ * run is the real retry and a hung call must not stretch a run towards the next one. The options
+ * object makes the SDK build its own NodeHttpHandler (@smithy/node-http-handler), so this module
+ * needs no direct dependency on that package.
+ */
+export const createKeySyncApiGatewayClient = (): APIGatewayClient =>
+  new APIGatewayClient({
+    maxAttempts: 2,
+    requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
+  })
+
+/**
+ * Half the account's 10 requests/s (burst 40) at most, so a sync of many plans never starves
+ * `cdk deploy` or the console; a sync of a few plans (under 10 calls) is never delayed.
+ */
+export const KEY_SYNC_CALL_RATE = { burst: 10, perSecond: 5 } as const
+
+export interface KeySyncRuntime extends KeySyncDependencies {
+  metrics: Metrics
+  middlewares: MiddlewareObj<KeySyncEvent, KeySyncResult, Error, Context>[]
+}
+
+/**
+ * Everything the key-sync function needs, built once per process from its environment; a
+ * missing KEY_MIRROR_TABLE_NAME, REST_API_ID or API_STAGE fails the cold start.
+ */
+export const keySyncDependencies = (env: NodeJS.ProcessEnv = process.env): KeySyncRuntime => {
+  const tableName = requireEnv('KEY_MIRROR_TABLE_NAME', env)
+  const restApiId = requireEnv('REST_API_ID', env)
+  const stage = requireEnv('API_STAGE', env)
+  const metrics = createMetrics(KEY_SYNC_OPERATION, env)
+  return {
+    source: new ApiGatewayKeySource({
+      client: tracer.captureAWSv3Client(createKeySyncApiGatewayClient()),
+      restApiId,
+      stage,
+      pacer: new TokenBucketPacer(KEY_SYNC_CALL_RATE),
+    }),
+    mirror: new KeyMirrorRepository({
+      client: tracer.captureAWSv3Client(createDocumentClient(dynamoConfigFromEnv(env))),
+      tableName,
+      logger,
+    }),
+    logger,
+    metrics,
+    clock: systemClock,
+    middlewares: keySyncMiddlewares(logger, tracer, metrics),
+  }
+}
+
+/** Logger context, tracing and metrics; the event is never logged (CloudTrail detail). */
+const keySyncMiddlewares = (
+  log: Logger,
+  trace: Tracer,
+  metrics: Metrics,
+): MiddlewareObj<KeySyncEvent, KeySyncResult, Error, Context>[] =>
+  [
+    injectLambdaContext(log, { logEvent: false, resetKeys: true }),
+    captureLambdaHandler(trace, { captureResponse: false }),
+    logMetrics(metrics, { captureColdStartMetric: true }),
+  ] as MiddlewareObj<KeySyncEvent, KeySyncResult, Error, Context>[]

@@ -1,0 +1,156 @@
+import {
+  BatchWriteCommand,
+  type BatchWriteCommandOutput,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  type NativeAttributeValue,
+  NumberValue,
+  ScanCommand,
+} from '@aws-sdk/lib-dynamodb'
+import type { AppLogger } from '#shared/observability/logger.ts'
+import {
+  type KeyMirrorEntry,
+  type KeyMirrorItem,
+  KeyMirrorItemSchema,
+} from './key-mirror-schema.ts'
+import { KEY_MIRROR_TABLE } from './table-schema.ts'
+
+/** BatchWriteItem's limit. */
+export const BATCH_WRITE_SIZE = 25
+const MAX_BATCH_ATTEMPTS = 8
+const BASE_RETRY_DELAY_MS = 50
+
+type Item = Record<string, NativeAttributeValue>
+type WriteRequest = NonNullable<BatchWriteCommandOutput['UnprocessedItems']>[string][number]
+
+export interface KeyMirrorRepositoryOptions {
+  client: DynamoDBDocumentClient
+  tableName: string
+  logger?: AppLogger
+  /** Waits between UnprocessedItems retries (tests pass a no-op). */
+  sleep?: (ms: number) => Promise<void>
+}
+
+export interface ReplaceAllResult {
+  upserted: number
+  deleted: number
+}
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Owns the key mirror table: its key, item mapping and bulk rebuild. The authorizer calls get();
+ * the key-sync function calls replaceAll() with everything API Gateway says is valid now.
+ */
+export class KeyMirrorRepository {
+  readonly #client: DynamoDBDocumentClient
+  readonly #tableName: string
+  readonly #logger: AppLogger | undefined
+  readonly #sleep: (ms: number) => Promise<void>
+
+  constructor({ client, tableName, logger, sleep }: KeyMirrorRepositoryOptions) {
+    this.#client = client
+    this.#tableName = tableName
+    this.#logger = logger
+    this.#sleep = sleep ?? defaultSleep
+  }
+
+  /**
+   * One GetItem. Eventually consistent on purpose: the mirror changes at most once a minute, so
+   * a read a fraction of a second behind changes nothing in the revocation bound, while it costs
+   * half a strongly consistent read and is answered by any replica. An item that does not match
+   * the schema is logged (key id and hash prefix only) and treated as absent.
+   */
+  async get(keyHash: string): Promise<KeyMirrorItem | undefined> {
+    const { Item: item } = await this.#client.send(
+      new GetCommand({
+        TableName: this.#tableName,
+        Key: { [KEY_MIRROR_TABLE.partitionKey]: keyHash },
+      }),
+    )
+    if (!item) return undefined
+    const parsed = KeyMirrorItemSchema.safeParse(unwrapNumbers(item))
+    if (parsed.success) return parsed.data
+    this.#logger?.warn('Ignoring malformed key mirror item', {
+      keyId: typeof item.keyId === 'string' ? item.keyId : undefined,
+      keyHashPrefix: keyHash.slice(0, 12),
+      issues: parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`),
+    })
+    return undefined
+  }
+
+  /**
+   * Makes the table hold exactly `entries`, stamped `syncedAt`: upserts every entry, then deletes
+   * every item not in this run, so a key deleted, disabled or detached from its plan stops
+   * working. The scan reads keys only; the table holds one small item per key of one stage.
+   * Not atomic: a failure part-way leaves a mix of old and new items, which the next run repairs.
+   */
+  async replaceAll(entries: KeyMirrorEntry[], syncedAt: string): Promise<ReplaceAllResult> {
+    const wanted = new Set<string>()
+    for (const entry of entries) {
+      // BatchWriteItem refuses two requests for one key in a batch; the source never sends them.
+      if (wanted.has(entry.keyHash)) throw new Error(`Duplicate key mirror entry ${entry.keyId}`)
+      wanted.add(entry.keyHash)
+    }
+    const existing = await this.#scanKeyHashes()
+    const stale = existing.filter((keyHash) => !wanted.has(keyHash))
+    await this.#batchWrite(
+      entries.map((entry) => ({ PutRequest: { Item: { ...entry, syncedAt } } })),
+    )
+    await this.#batchWrite(
+      stale.map((keyHash) => ({
+        DeleteRequest: { Key: { [KEY_MIRROR_TABLE.partitionKey]: keyHash } },
+      })),
+    )
+    return { upserted: entries.length, deleted: stale.length }
+  }
+
+  async #scanKeyHashes(): Promise<string[]> {
+    const hashes: string[] = []
+    let startKey: Item | undefined
+    do {
+      const page = await this.#client.send(
+        new ScanCommand({
+          TableName: this.#tableName,
+          ProjectionExpression: '#pk',
+          ExpressionAttributeNames: { '#pk': KEY_MIRROR_TABLE.partitionKey },
+          ExclusiveStartKey: startKey,
+        }),
+      )
+      for (const item of page.Items ?? []) {
+        const keyHash = item[KEY_MIRROR_TABLE.partitionKey]
+        if (typeof keyHash === 'string') hashes.push(keyHash)
+      }
+      startKey = page.LastEvaluatedKey
+    } while (startKey !== undefined)
+    return hashes
+  }
+
+  /** Chunks of 25; UnprocessedItems (throttling) are retried with exponential backoff. */
+  async #batchWrite(requests: WriteRequest[]): Promise<void> {
+    for (let start = 0; start < requests.length; start += BATCH_WRITE_SIZE) {
+      let pending = requests.slice(start, start + BATCH_WRITE_SIZE)
+      for (let attempt = 1; pending.length > 0; attempt += 1) {
+        if (attempt > MAX_BATCH_ATTEMPTS) {
+          throw new Error(
+            `Key mirror batch write left ${pending.length} items unprocessed after ${MAX_BATCH_ATTEMPTS} attempts`,
+          )
+        }
+        if (attempt > 1) await this.#sleep(BASE_RETRY_DELAY_MS * 2 ** (attempt - 2))
+        const { UnprocessedItems } = await this.#client.send(
+          new BatchWriteCommand({ RequestItems: { [this.#tableName]: pending } }),
+        )
+        pending = UnprocessedItems?.[this.#tableName] ?? []
+      }
+    }
+  }
+}
+
+/** The shared document client wraps numbers (see dynamo-client); the schema wants plain ones. */
+const unwrapNumbers = (item: Item): Item =>
+  Object.fromEntries(
+    Object.entries(item).map(([name, value]) => [
+      name,
+      value instanceof NumberValue ? Number(value.toString()) : value,
+    ]),
+  )

@@ -1,0 +1,287 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
+import { KeyMirrorStore } from '#functions/authorizer/key-mirror-store.ts'
+import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
+import {
+  createKeySyncHandler,
+  type KeySyncEvent,
+  SCHEDULED_EVENT,
+} from '#functions/key-sync/key-sync-handler.ts'
+import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
+import { KeyMirrorRepository, type ReplaceAllResult } from '#shared/data/key-mirror-repository.ts'
+import type { KeyMirrorEntry } from '#shared/data/key-mirror-schema.ts'
+import { lambdaContext, tokenAuthorizerEvent } from '#test/support/api-gateway-events.ts'
+import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
+import {
+  FAKE_API_ID,
+  FAKE_STAGE,
+  FakeApiGateway,
+  keyValueOf,
+  planTags,
+} from '#test/support/fake-api-gateway.ts'
+import { fakeLogger } from '#test/support/fake-logger.ts'
+import { createKeyMirrorTable } from '#test/support/key-mirror-table.ts'
+
+/**
+ * How long a key change takes to reach callers, on real components (key source, sync handler,
+ * mirror repository on DynamoDB, KeyMirrorStore, authorizer handler) with an injected clock:
+ *
+ * - The schedule starts a sync every SYNC_PERIOD s; a run reads API Gateway at its start and
+ *   lands in the mirror SYNC_DURATION s later (modelled by holding its write).
+ * - API Gateway caches the authorizer's answer per token for the stage's TTL (staging 60 s,
+ *   production 300 s). Denials are modelled as cached too: the conservative case for a new key
+ *   a client tried before it was mirrored.
+ *
+ * A change made just after a run's read is seen by the next run, which lands at most
+ * SYNC_PERIOD + SYNC_DURATION later; a cached answer may outlive that by TTL. So a disabled,
+ * detached or new key takes effect within SYNC_PERIOD + SYNC_DURATION + TTL:
+ * 60 + d + 60 s on staging, 60 + d + 300 s on production (d: a run's duration, about a second
+ * for a few plans). CloudTrail management events usually start a run sooner; the bound does not
+ * rely on them. DynamoDB's eventually consistent read adds well under a second.
+ */
+const SYNC_PERIOD = 60
+const SYNC_DURATION = 3
+const CHANGE_AT = SYNC_PERIOD + 1
+const NEXT_SYNC_LANDS = 2 * SYNC_PERIOD + SYNC_DURATION
+
+let env: DynamoTestEnv
+
+beforeAll(async () => {
+  env = await startDynamoTestEnv()
+})
+afterAll(async () => {
+  await env?.close()
+})
+
+const scheduledEvent: KeySyncEvent = {
+  version: '0',
+  id: 'schedule',
+  'detail-type': SCHEDULED_EVENT,
+  source: 'aws.events',
+  account: '123456789012',
+  time: '2027-03-05T10:00:00Z',
+  region: 'eu-west-1',
+  resources: [],
+  detail: {},
+}
+
+/** The real repository, whose writes land only when the simulated sync duration is over. */
+class SlowMirror {
+  #held: (() => Promise<void>) | undefined
+  #onHeld: (() => void) | undefined
+
+  constructor(readonly repository: KeyMirrorRepository) {}
+
+  replaceAll(entries: KeyMirrorEntry[], syncedAt: string): Promise<ReplaceAllResult> {
+    return new Promise((resolve, reject) => {
+      this.#held = () => this.repository.replaceAll(entries, syncedAt).then(resolve, reject)
+      this.#onHeld?.()
+    })
+  }
+
+  /** Resolves once a started run has read API Gateway and is waiting to write. */
+  held(): Promise<void> {
+    return this.#held ? Promise.resolve() : new Promise((resolve) => (this.#onHeld = resolve))
+  }
+
+  async land(): Promise<void> {
+    const write = this.#held
+    this.#held = undefined
+    this.#onHeld = undefined
+    await write?.()
+  }
+}
+
+type Decision = 'allow' | 'deny'
+
+interface ClientPlan {
+  keyId: string
+  /** Seconds at which the client starts calling once a second. */
+  from: number
+}
+
+interface Timeline {
+  /** keyId → answer the client got at each second (from its start). */
+  gateway: Map<string, Map<number, Decision>>
+  /** keyId → the authorizer's own answer each second, without API Gateway's cache. */
+  authorizer: Map<string, Map<number, Decision>>
+  managementCalls: number
+  syncs: number
+}
+
+/**
+ * Runs `until` seconds: operator changes at their second, then a sync start (every
+ * SYNC_PERIOD) or landing (SYNC_DURATION later), then the clients' requests through a model
+ * of API Gateway's authorizer cache.
+ */
+const simulate = async (options: {
+  ttl: number
+  until: number
+  setUp: (gateway: FakeApiGateway) => void
+  changes: Record<number, (gateway: FakeApiGateway) => void>
+  clients: ClientPlan[]
+}): Promise<Timeline> => {
+  let nowMs = 0
+  const clock = () => nowMs
+  const gateway = new FakeApiGateway()
+  options.setUp(gateway)
+  const tableName = await createKeyMirrorTable(env)
+  const repository = new KeyMirrorRepository({ client: env.documentClient, tableName })
+  const mirror = new SlowMirror(repository)
+  const sync = createKeySyncHandler({
+    source: new ApiGatewayKeySource({
+      client: gateway.client,
+      restApiId: FAKE_API_ID,
+      stage: FAKE_STAGE,
+    }),
+    mirror,
+    logger: fakeLogger(),
+    metrics: { addMetric: () => undefined },
+    clock,
+  })
+  const authorizer = createAuthorizerHandler({
+    keyStore: new KeyMirrorStore({ mirror: repository }),
+    logger: fakeLogger(),
+  })
+  const authorize = (keyId: string): Promise<Decision> =>
+    authorizer(
+      tokenAuthorizerEvent({ authorizationToken: `Bearer ${keyValueOf(keyId)}` }),
+      lambdaContext(),
+    ).then(
+      () => 'allow',
+      (error: Error) => {
+        if (error.message === UNAUTHORIZED) return 'deny'
+        throw error
+      },
+    )
+  const cache = new Map<string, { decision: Decision; expiresAtMs: number }>()
+  const timeline: Timeline = {
+    gateway: new Map(),
+    authorizer: new Map(),
+    managementCalls: 0,
+    syncs: 0,
+  }
+  for (const { keyId } of options.clients) {
+    timeline.gateway.set(keyId, new Map())
+    timeline.authorizer.set(keyId, new Map())
+  }
+
+  let running: Promise<unknown> | undefined
+  for (let second = 0; second <= options.until; second += 1) {
+    nowMs = second * 1_000
+    options.changes[second]?.(gateway)
+    if (second % SYNC_PERIOD === 0) {
+      running = sync(scheduledEvent, lambdaContext('petstore-key-sync'))
+      await mirror.held()
+      timeline.syncs += 1
+    }
+    if (second % SYNC_PERIOD === SYNC_DURATION) {
+      await mirror.land()
+      await running
+    }
+    for (const { keyId, from } of options.clients) {
+      timeline.authorizer.get(keyId)?.set(second, await authorize(keyId))
+      if (second < from) continue
+      const cached = cache.get(keyId)
+      let decision = cached && nowMs < cached.expiresAtMs ? cached.decision : undefined
+      if (!decision) {
+        decision = await authorize(keyId)
+        cache.set(keyId, { decision, expiresAtMs: nowMs + options.ttl * 1_000 })
+      }
+      timeline.gateway.get(keyId)?.set(second, decision)
+    }
+  }
+  timeline.managementCalls = gateway.totalCalls()
+  return timeline
+}
+
+/** The first second from which the answer is `decision` for good. */
+const settlesAt = (answers: Map<number, Decision> | undefined, decision: Decision): number => {
+  const seconds = [...(answers ?? new Map()).entries()].sort(([a], [b]) => a - b)
+  let since = Number.NaN
+  for (const [second, answer] of seconds) {
+    if (answer !== decision) since = Number.NaN
+    else if (Number.isNaN(since)) since = second
+  }
+  return since
+}
+
+describe.each([
+  ['staging', 60],
+  ['production', 300],
+])('key change propagation on %s (authorizer cache TTL %i s)', (_, ttl) => {
+  const bound = SYNC_PERIOD + SYNC_DURATION + ttl
+  const until = NEXT_SYNC_LANDS + ttl + SYNC_PERIOD
+
+  it(`stops accepting a disabled or detached key within ${SYNC_PERIOD} + ${SYNC_DURATION} + TTL s`, async () => {
+    const timeline = await simulate({
+      ttl,
+      until,
+      setUp: (gateway) => {
+        gateway.addPlan('plan-pro', { tags: planTags('pro') })
+        for (const id of ['key-disabled', 'key-detached', 'key-worst', 'key-kept']) {
+          gateway.addKey(id, 'plan-pro')
+        }
+      },
+      // Just after the run at SYNC_PERIOD read API Gateway: the worst moment for a change.
+      changes: {
+        [CHANGE_AT]: (gateway) => {
+          gateway.setEnabled('key-disabled', false)
+          gateway.detach('key-detached', 'plan-pro')
+          gateway.setEnabled('key-worst', false)
+        },
+      },
+      clients: [
+        { keyId: 'key-disabled', from: SYNC_DURATION },
+        { keyId: 'key-detached', from: SYNC_DURATION },
+        // Its cached Allow is renewed one second before the next run lands: the worst case.
+        { keyId: 'key-worst', from: NEXT_SYNC_LANDS - 1 },
+        { keyId: 'key-kept', from: SYNC_DURATION },
+      ],
+    })
+
+    for (const keyId of ['key-disabled', 'key-detached', 'key-worst']) {
+      // The authorizer itself refuses the key from the moment the next run lands.
+      expect(settlesAt(timeline.authorizer.get(keyId), 'deny')).toBe(NEXT_SYNC_LANDS)
+      expect(timeline.authorizer.get(keyId)?.get(NEXT_SYNC_LANDS - 1)).toBe('allow')
+      const latency = settlesAt(timeline.gateway.get(keyId), 'deny') - CHANGE_AT
+      expect(latency).toBeLessThanOrEqual(bound)
+      console.log(`TTL ${ttl} s: ${keyId} refused ${latency} s after the change (bound ${bound} s)`)
+    }
+    // The worst case comes within a second or two of the bound: the bound is tight.
+    expect(settlesAt(timeline.gateway.get('key-worst'), 'deny') - CHANGE_AT).toBe(bound - 2)
+    expect([...(timeline.gateway.get('key-kept')?.values() ?? [])]).not.toContain('deny')
+    // Only the sync calls API Gateway: 3 calls (1 plan page, 1 key page, 1 API key page) a run.
+    expect(timeline.managementCalls).toBe(3 * timeline.syncs)
+  })
+
+  it(`starts accepting a new key within ${SYNC_PERIOD} + ${SYNC_DURATION} + TTL s`, async () => {
+    const timeline = await simulate({
+      ttl,
+      until,
+      setUp: (gateway) => gateway.addPlan('plan-pro', { tags: planTags('pro') }),
+      changes: {
+        [CHANGE_AT]: (gateway) => {
+          gateway.addKey('key-eager', 'plan-pro')
+          gateway.addKey('key-patient', 'plan-pro')
+        },
+      },
+      clients: [
+        // Tries the key at once, every second: its 401s are cached too.
+        { keyId: 'key-eager', from: CHANGE_AT + 1 },
+        // First tries it once the next run has landed.
+        { keyId: 'key-patient', from: NEXT_SYNC_LANDS },
+      ],
+    })
+
+    for (const keyId of ['key-eager', 'key-patient']) {
+      expect(settlesAt(timeline.authorizer.get(keyId), 'allow')).toBe(NEXT_SYNC_LANDS)
+      const latency = settlesAt(timeline.gateway.get(keyId), 'allow') - CHANGE_AT
+      expect(latency).toBeLessThanOrEqual(bound)
+      console.log(`TTL ${ttl} s: ${keyId} accepted ${latency} s after creation (bound ${bound} s)`)
+    }
+    expect(settlesAt(timeline.gateway.get('key-patient'), 'allow') - CHANGE_AT).toBe(
+      NEXT_SYNC_LANDS - CHANGE_AT,
+    )
+  })
+})

@@ -1,0 +1,11 @@
+import { randomUUID } from 'node:crypto'
+import { ensureTable } from '#local/embedded-dynamo.ts'
+import { keyMirrorTableDefinition } from '#shared/data/table-schema.ts'
+import type { DynamoTestEnv } from './dynamo-test-env.ts'
+
+/** A fresh, uniquely named key mirror table in a test DynamoDB. */
+export const createKeyMirrorTable = async (env: DynamoTestEnv): Promise<string> => {
+  const tableName = `test-key-mirror-${randomUUID().slice(0, 8)}`
+  await ensureTable(env.client, keyMirrorTableDefinition(tableName))
+  return tableName
+}

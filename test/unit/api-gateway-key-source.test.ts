@@ -1,0 +1,198 @@
+import {
+  GetApiKeysCommand,
+  GetUsagePlanKeysCommand,
+  GetUsagePlansCommand,
+} from '@aws-sdk/client-api-gateway'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
+import type { CallPacer } from '#functions/key-sync/call-pacer.ts'
+import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
+import { hashApiKey } from '#shared/data/key-mirror-schema.ts'
+import {
+  FAKE_API_ID,
+  FAKE_STAGE,
+  FakeApiGateway,
+  keyValueOf,
+  planTags,
+} from '#test/support/fake-api-gateway.ts'
+
+let gateway: FakeApiGateway
+
+const sourceFor = (pageSize?: number, pacer?: CallPacer) =>
+  new ApiGatewayKeySource({
+    client: gateway.client,
+    restApiId: FAKE_API_ID,
+    stage: FAKE_STAGE,
+    ...(pageSize ? { pageSize } : {}),
+    ...(pacer ? { pacer } : {}),
+  })
+
+const keyIdsOf = (entries: { keyId: string }[]) => entries.map((entry) => entry.keyId).sort()
+
+beforeEach(() => {
+  gateway = new FakeApiGateway()
+})
+
+describe('ApiGatewayKeySource', () => {
+  it('mirrors an enabled key of a stage plan by the hash of its value, with the plan limits', async () => {
+    gateway.addPlan('plan-pro', { tags: planTags('pro') })
+    gateway.addKey('key-1', 'plan-pro')
+
+    const snapshot = await sourceFor().read()
+
+    expect(snapshot.entries).toEqual([
+      {
+        keyHash: hashApiKey(keyValueOf('key-1')),
+        keyId: 'key-1',
+        enabled: true,
+        plan: 'pro',
+        perMinute: PLAN_LIMITS.pro.perMinute,
+        perDay: PLAN_LIMITS.pro.perDay,
+        usagePlanId: 'plan-pro',
+      },
+    ])
+    expect(snapshot).toMatchObject({ stagePlans: 1, refusedPlans: [], refusedKeyIds: [] })
+    expect(JSON.stringify(snapshot)).not.toContain(keyValueOf('key-1'))
+  })
+
+  it('takes Enterprise limits from the plan tags', async () => {
+    gateway.addPlan('plan-acme', {
+      tags: planTags('Enterprise', { perMinute: 7_000, perDay: 2e6 }),
+    })
+    gateway.addKey('key-acme', 'plan-acme')
+
+    const { entries } = await sourceFor().read()
+
+    expect(entries).toEqual([
+      expect.objectContaining({
+        keyId: 'key-acme',
+        plan: 'enterprise',
+        perMinute: 7_000,
+        perDay: 2e6,
+      }),
+    ])
+  })
+
+  it('reads every page of plans, plan keys and API keys with includeValues', async () => {
+    for (let p = 0; p < 5; p += 1) gateway.addPlan(`plan-${p}`, { tags: planTags('free') })
+    for (let k = 0; k < 11; k += 1)
+      gateway.addKey(`key-${String(k).padStart(2, '0')}`, `plan-${k % 5}`)
+    // Keys of other stages fill the account-wide key listing too.
+    for (let k = 0; k < 6; k += 1) gateway.addKey(`other-${k}`)
+
+    const snapshot = await sourceFor(2).read()
+
+    expect(keyIdsOf(snapshot.entries)).toEqual(
+      Array.from({ length: 11 }, (_, k) => `key-${String(k).padStart(2, '0')}`),
+    )
+    // Plans: 3 pages of 2. Plan keys: plan-0 has 3 keys (2 pages), plan-1..4 have 2 (1 page each).
+    // API keys: 17 keys, 9 pages.
+    expect(gateway.callCounts()).toEqual({
+      GetUsagePlansCommand: 3,
+      GetUsagePlanKeysCommand: 6,
+      GetApiKeysCommand: 9,
+    })
+    expect(snapshot.managementCalls).toBe(18)
+    for (const call of gateway.mock.commandCalls(GetApiKeysCommand)) {
+      expect(call.args[0].input).toMatchObject({ includeValues: true, limit: 2 })
+    }
+  })
+
+  it('asks for pages of 500 by default', async () => {
+    gateway.addPlan('plan-pro', { tags: planTags('pro') })
+    gateway.addKey('key-1', 'plan-pro')
+
+    const snapshot = await sourceFor().read()
+
+    expect(snapshot.managementCalls).toBe(3)
+    const firstInputs = [
+      gateway.mock.commandCalls(GetUsagePlansCommand)[0]?.args[0].input,
+      gateway.mock.commandCalls(GetUsagePlanKeysCommand)[0]?.args[0].input,
+      gateway.mock.commandCalls(GetApiKeysCommand)[0]?.args[0].input,
+    ]
+    for (const input of firstInputs) expect(input).toMatchObject({ limit: 500 })
+  })
+
+  it('ignores plans of other APIs and other stages, and never lists their keys', async () => {
+    gateway.addPlan('plan-here', { tags: planTags('pro') })
+    gateway.addPlan('plan-other-api', { tags: planTags('pro'), apiId: 'zzzzzzzzzz' })
+    gateway.addPlan('plan-other-stage', { tags: planTags('pro'), stage: 'staging' })
+    gateway.addKey('key-here', 'plan-here')
+    gateway.addKey('key-other-api', 'plan-other-api')
+    gateway.addKey('key-other-stage', 'plan-other-stage')
+
+    const snapshot = await sourceFor().read()
+
+    expect(keyIdsOf(snapshot.entries)).toEqual(['key-here'])
+    expect(snapshot.stagePlans).toBe(1)
+    expect(
+      gateway.mock
+        .commandCalls(GetUsagePlanKeysCommand)
+        .map((call) => call.args[0].input.usagePlanId),
+    ).toEqual(['plan-here'])
+  })
+
+  it('skips disabled keys and keys attached to no plan of the stage', async () => {
+    gateway.addPlan('plan-pro', { tags: planTags('pro') })
+    gateway.addKey('key-on', 'plan-pro')
+    gateway.addKey('key-off', 'plan-pro', { enabled: false })
+    gateway.addKey('key-loose')
+
+    const snapshot = await sourceFor().read()
+
+    expect(keyIdsOf(snapshot.entries)).toEqual(['key-on'])
+    expect(snapshot.disabledKeys).toBe(1)
+  })
+
+  it('refuses plans with bad tags and reports them and their key ids, never key values', async () => {
+    gateway.addPlan('plan-ok', { tags: planTags('business') })
+    gateway.addPlan('plan-untagged')
+    gateway.addPlan('plan-typo', { tags: planTags('enterprize') })
+    gateway.addPlan('plan-no-limits', { tags: planTags('enterprise') })
+    gateway.addKey('key-ok', 'plan-ok')
+    gateway.addKey('key-untagged', 'plan-untagged')
+    gateway.addKey('key-typo', 'plan-typo')
+    gateway.addKey('key-no-limits', 'plan-no-limits')
+
+    const snapshot = await sourceFor().read()
+
+    expect(keyIdsOf(snapshot.entries)).toEqual(['key-ok'])
+    expect(snapshot.refusedPlans).toEqual([
+      { usagePlanId: 'plan-no-limits', reason: expect.stringContaining('petstore:perMinute') },
+      { usagePlanId: 'plan-typo', reason: expect.stringContaining('not one of') },
+      { usagePlanId: 'plan-untagged', reason: 'missing tag petstore:plan' },
+    ])
+    expect(snapshot.refusedKeyIds).toEqual(['key-no-limits', 'key-typo', 'key-untagged'])
+    const report = JSON.stringify(snapshot)
+    for (const id of ['key-ok', 'key-untagged', 'key-typo', 'key-no-limits']) {
+      expect(report).not.toContain(keyValueOf(id))
+    }
+  })
+
+  it('fails when API Gateway fails (the caller keeps the previous mirror)', async () => {
+    gateway.addPlan('plan-pro', { tags: planTags('pro') })
+    gateway.failure = Object.assign(new Error('Too Many Requests'), {
+      name: 'TooManyRequestsException',
+    })
+
+    await expect(sourceFor().read()).rejects.toThrow('Too Many Requests')
+  })
+
+  it('takes a pacer slot before every call, and none after the last page', async () => {
+    gateway.addPlan('plan-pro', { tags: planTags('pro') })
+    gateway.addKey('key-1', 'plan-pro')
+    gateway.addKey('key-2', 'plan-pro')
+    let slots = 0
+    const pacer = {
+      take: async () => {
+        slots += 1
+      },
+    }
+    const snapshot = await sourceFor(1, pacer).read()
+
+    // 1 plan page, 2 plan-key pages, 2 API key pages.
+    expect(gateway.totalCalls()).toBe(5)
+    expect(slots).toBe(5)
+    expect(snapshot.managementCalls).toBe(5)
+  })
+})
