@@ -1,23 +1,30 @@
-import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
+import { requireEnv } from '#shared/config/env-config.ts'
+import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
+import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { logger } from '#shared/observability/logger.ts'
 import { authorizerObservabilityMiddlewares } from '#shared/observability/observability-middleware.ts'
 import { tracer } from '#shared/observability/tracer.ts'
-import { ApiGatewayKeyStore, enterpriseLimitsFromEnv } from './api-gateway-key-store.ts'
 import type { AuthorizerDependencies } from './authorizer-handler.ts'
+import { KeyMirrorStore } from './key-mirror-store.ts'
 
 /**
  * Everything the authorizer needs, built once per process from its environment. Called at module
- * scope by authorizer-lambda.ts: one client and one key snapshot cache per instance, reused by
- * every invocation, and a malformed ENTERPRISE_LIMITS fails the cold start.
+ * scope by authorizer-lambda.ts, so a missing KEY_MIRROR_TABLE_NAME fails the cold start. The
+ * authorizer reads the stage's key mirror (one GetItem per token) and never the API Gateway
+ * management API, whose account-wide quota the key-sync function alone spends.
  */
 export const authorizerDependencies = (
   env: NodeJS.ProcessEnv = process.env,
-): AuthorizerDependencies => ({
-  keyStore: new ApiGatewayKeyStore({
-    client: tracer.captureAWSv3Client(new APIGatewayClient({ maxAttempts: 3 })),
-    enterpriseLimits: enterpriseLimitsFromEnv(env),
+): AuthorizerDependencies => {
+  const client = tracer.captureAWSv3Client(createDocumentClient(dynamoConfigFromEnv(env)))
+  const mirror = new KeyMirrorRepository({
+    client,
+    tableName: requireEnv('KEY_MIRROR_TABLE_NAME', env),
     logger,
-  }),
-  logger,
-  observability: authorizerObservabilityMiddlewares(),
-})
+  })
+  return {
+    keyStore: new KeyMirrorStore({ mirror }),
+    logger,
+    observability: authorizerObservabilityMiddlewares(),
+  }
+}

@@ -6,7 +6,7 @@ import type {
 } from 'aws-lambda'
 import { isWellFormedApiKey, parseBearerToken, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { toAuthorizerContext } from '#shared/auth/key-context.ts'
-import { type KeyScope, type KeyStore, keyFingerprint } from '#shared/auth/key-store.ts'
+import { type KeyStore, keyFingerprint } from '#shared/auth/key-store.ts'
 import type { AuthorizerMiddleware } from '#shared/middleware/http-types.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 
@@ -25,13 +25,6 @@ export const stageWildcardArn = (methodArn: string): string => {
   // The first '/' follows the API id: `…:{account}:{api}` / `{stage}` / ….
   const [arnThroughApiId, stage] = methodArn.split('/')
   return `${arnThroughApiId}/${stage}/*`
-}
-
-/** The API id and stage named by a methodArn, so the key store checks plans of this stage only. */
-export const keyScopeOf = (methodArn: string): KeyScope | undefined => {
-  const [prefix = '', stage] = methodArn.split('/')
-  const apiId = prefix.split(':')[5]
-  return apiId && stage ? { apiId, stage } : undefined
 }
 
 /**
@@ -54,7 +47,7 @@ export const createAuthorizerHandler = ({
         logger.info('Rejected authorization header', { reason: 'malformed' })
         throw new Error(UNAUTHORIZED)
       }
-      const record = await keyStore.lookup(key, keyScopeOf(event.methodArn))
+      const record = await keyStore.lookup(key)
       if (!record) {
         logger.info('Rejected API key', { reason: 'unknown', keyFingerprint: keyFingerprint(key) })
         throw new Error(UNAUTHORIZED)

@@ -10,19 +10,13 @@ export interface ApiKeyRecord {
   limits: PlanLimits
 }
 
-/** The API stage a request is for, from the authorizer's methodArn. */
-export interface KeyScope {
-  apiId: string
-  stage: string
-}
-
-/** Port the authorizer validates keys against: the local store, or API Gateway keys and usage plans. */
+/** Port the authorizer validates keys against: the local key store, or the stage's key mirror on AWS. */
 export interface KeyStore {
   /**
-   * The record of an enabled key, or undefined for a missing, unknown or revoked one.
-   * `scope` names the API stage called; a store serving one API only may ignore it.
+   * The record of an enabled key, or undefined for a missing, unknown or revoked one. Each
+   * stage has its own store (on AWS its own key mirror table), so no scope is passed.
    */
-  lookup(key: string, scope?: KeyScope): Promise<ApiKeyRecord | undefined>
+  lookup(key: string): Promise<ApiKeyRecord | undefined>
 }
 
 /** A short hash for logs and local key ids: identifies a key without revealing it. */

@@ -4,7 +4,7 @@ import type { APIGatewayAuthorizerResult, APIGatewayTokenAuthorizerEvent } from 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
 import { MAX_AUTHORIZATION_LENGTH } from '#shared/auth/bearer-token.ts'
-import type { ApiKeyRecord, KeyScope, KeyStore } from '#shared/auth/key-store.ts'
+import type { ApiKeyRecord, KeyStore } from '#shared/auth/key-store.ts'
 import { createMetrics } from '#shared/observability/metrics.ts'
 import { authorizerObservabilityMiddlewares } from '#shared/observability/observability-middleware.ts'
 import {
@@ -23,11 +23,11 @@ const RECORD: ApiKeyRecord = {
 
 /** A key store that knows the fixture key and remembers what it was asked. */
 class FakeKeyStore implements KeyStore {
-  readonly calls: { key: string; scope: KeyScope | undefined }[] = []
+  readonly calls: { key: string }[] = []
   failure: Error | undefined
 
-  async lookup(key: string, scope?: KeyScope): Promise<ApiKeyRecord | undefined> {
-    this.calls.push({ key, scope })
+  async lookup(key: string): Promise<ApiKeyRecord | undefined> {
+    this.calls.push({ key })
     if (this.failure) throw this.failure
     return key === FIXTURE_API_KEY ? RECORD : undefined
   }
@@ -86,9 +86,7 @@ describe('TOKEN authorizer fed with the API Gateway fixture', () => {
       },
     })
     // The store checks plans of the stage named by the methodArn.
-    expect(store.calls).toEqual([
-      { key: FIXTURE_API_KEY, scope: { apiId: 'a1b2c3d4e5', stage: 'production' } },
-    ])
+    expect(store.calls).toEqual([{ key: FIXTURE_API_KEY }])
   })
 
   it('accepts a lowercase scheme and extra spaces around and after it', async () => {
