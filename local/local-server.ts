@@ -1,0 +1,123 @@
+import { mkdir } from 'node:fs/promises'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
+import { functionEntry } from '#functions/function-entries.ts'
+import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
+import { petTableDefinition, rateLimitTableDefinition } from '#shared/data/table-schema.ts'
+import {
+  type EmbeddedDynamo,
+  ensureTable,
+  IN_MEMORY,
+  startEmbeddedDynamo,
+} from './embedded-dynamo.ts'
+import type { LocalConfig } from './local-config.ts'
+import { LOCAL_TABLES, localFunctionEnvironment } from './local-environment.ts'
+import { createLocalGateway, type ProxyHandler } from './local-gateway.ts'
+import { bootstrapLocalKeys, type LocalKeys } from './local-key-bootstrap.ts'
+
+/**
+ * The whole API on one machine, as a library (`npm start` is its CLI): starts the embedded
+ * DynamoDB (or uses config.dynamoEndpoint), creates the tables, gives the Lambda entries the
+ * environment they get on AWS, and serves them behind the local gateway at http://HOST:PORT/v1.
+ */
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+
+export interface LocalServer {
+  /** http://HOST:PORT/v1 with the port actually bound (PORT=0 picks a free one). */
+  baseUrl: string
+  keys: LocalKeys
+  /** The DynamoDB endpoint the functions use. */
+  endpoint: string
+  /** True when the endpoint is the embedded DynamoDB of this server. */
+  embedded: boolean
+  /** Stops accepting, lets in-flight requests finish, then closes the embedded DynamoDB. */
+  stop(): Promise<void>
+}
+
+/**
+ * The endpoint the entry modules of this module graph were loaded with. They read their
+ * environment once, at import (like a Lambda instance at its cold start), so a later server in
+ * the same process must use the same DynamoDB or its functions would talk to the old one.
+ */
+let functionsEndpoint: string | undefined
+
+const loadHandlers = async () => {
+  // The same entry modules Lambda loads, imported after their environment is in place.
+  const entries = await Promise.all(
+    ROUTES.map(async (route) => {
+      const module = (await import(pathToFileURL(join(ROOT, functionEntry(route))).href)) as {
+        handler: ProxyHandler
+      }
+      return [route.operationId, module.handler] as const
+    }),
+  )
+  return Object.fromEntries(entries) as Record<(typeof ROUTES)[number]['operationId'], ProxyHandler>
+}
+
+const listen = (server: Server, config: LocalConfig) =>
+  new Promise<AddressInfo>((resolveListen, reject) => {
+    server.once('error', reject)
+    server.listen(config.port, config.host, () => resolveListen(server.address() as AddressInfo))
+  })
+
+export const startLocal = async (config: LocalConfig): Promise<LocalServer> => {
+  if (functionsEndpoint !== undefined && config.dynamoEndpoint !== functionsEndpoint) {
+    throw new Error(
+      `the functions in this process already use DynamoDB at ${functionsEndpoint}; a second local server in one process must set dynamoEndpoint to it`,
+    )
+  }
+  let embedded: EmbeddedDynamo | undefined
+  if (config.dataDir !== IN_MEMORY) await mkdir(config.dataDir, { recursive: true })
+  if (!config.dynamoEndpoint) embedded = await startEmbeddedDynamo(config.dataDir)
+  const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
+  Object.assign(
+    process.env,
+    localFunctionEnvironment({
+      endpoint,
+      embedded: embedded !== undefined,
+      enterpriseLimits: config.enterpriseLimits,
+    }),
+  )
+
+  const admin = new DynamoDBClient({ endpoint })
+  await ensureTable(admin, petTableDefinition(LOCAL_TABLES.pets))
+  await ensureTable(admin, rateLimitTableDefinition(LOCAL_TABLES.rateLimits))
+  admin.destroy()
+
+  const keys = await bootstrapLocalKeys(config)
+  const handlers = await loadHandlers()
+  functionsEndpoint = endpoint
+  const { createAuthorizerHandler } = await import('#functions/authorizer/authorizer-handler.ts')
+  const { logger } = await import('#shared/observability/logger.ts')
+
+  const server = createServer(
+    createLocalGateway({
+      handlers,
+      authorizer: createAuthorizerHandler({ keyStore: keys.store, logger }),
+      onError: (message, error) => logger.error(message, { error }),
+    }),
+  )
+  server.keepAliveTimeout = 5_000
+  let address: AddressInfo
+  try {
+    address = await listen(server, config)
+  } catch (error) {
+    await embedded?.close()
+    throw error
+  }
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
+  const baseUrl = `http://${host}:${address.port}${API_VERSION_PATH}`
+
+  const stop = async () => {
+    // Stop accepting, let in-flight requests finish, then close the datastore (flushes LevelDB).
+    await new Promise<void>((resolveClose) => {
+      server.close(() => resolveClose())
+      server.closeIdleConnections()
+    })
+    await embedded?.close()
+  }
+  return { baseUrl, keys, endpoint, embedded: embedded !== undefined, stop }
+}
