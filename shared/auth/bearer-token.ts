@@ -21,6 +21,17 @@ export const API_KEY_PATTERN = /^(?=.{20,128}$)[A-Za-z0-9\-._~+/]+=*$/
 export const isWellFormedApiKey = (key: string): boolean => API_KEY_PATTERN.test(key)
 
 /**
+ * The TOKEN authorizer's validation expression (API Gateway's identityValidationExpression):
+ * a header that does not match is answered 401 by the gateway without invoking the authorizer,
+ * so malformed tokens cost no Lambda call. It accepts exactly the headers that parseBearerToken
+ * and isWellFormedApiKey accept together (a header is trimmed by HTTP parsing before either
+ * sees it). Written without inline flags or lookbehind so API Gateway's engine and JavaScript's
+ * RegExp (the local gateway) read it the same way.
+ */
+export const BEARER_TOKEN_VALIDATION_PATTERN =
+  '^[Bb][Ee][Aa][Rr][Ee][Rr] +(?=[A-Za-z0-9._~+/=-]{20,128}$)[A-Za-z0-9._~+/-]+=*$'
+
+/**
  * The exact error message a TOKEN authorizer throws for API Gateway to answer 401 (its
  * UNAUTHORIZED gateway response); any other error becomes a 500. The local gateway and the
  * authorizer metrics read it too.
