@@ -9,3 +9,5 @@ export const functionEntry = (route: Pick<RouteDefinition, 'functionName'>): str
   `functions/${route.functionName}/${route.functionName}-lambda.ts`
 
 export const AUTHORIZER_ENTRY = 'functions/authorizer/authorizer-lambda.ts'
+
+export const KEY_SYNC_ENTRY = 'functions/key-sync/key-sync-lambda.ts'

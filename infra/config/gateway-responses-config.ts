@@ -19,10 +19,14 @@ const UNAUTHORIZED_HEADERS = { 'WWW-Authenticate': BEARER_CHALLENGE }
  * The gateway cannot compute how long a window has left, so these are fixed hints. The
  * function-level limiter (same plan limits, checked first) answers 429s with the exact
  * Retry-After; these only appear when the usage-plan backstop trips.
- * - THROTTLED: the usage-plan token bucket holds one minute of requests (burst = per-minute
- *   limit) and the API's limit is per UTC minute, so a minute always suffices.
- * - QUOTA_EXCEEDED: the DAY quota resets at 00:00 UTC; an exact value would need the time of
- *   day. An hour keeps clients from hammering a spent quota without making them wait a full day.
+ * - THROTTLED: the usage-plan token bucket (usagePlanBackstop) holds two minutes of requests and
+ *   refills one minute's worth every 30 s, so an emptied bucket is full again after 60 s, by
+ *   which time the API's own UTC-minute window has also reset. A minute always suffices (the stage
+ *   throttle is at least as deep as any plan's bucket).
+ * - QUOTA_EXCEEDED: the DAY quota (three days' requests) resets at 00:00 UTC; an exact value
+ *   would need the time of day. A client meets it only after sending three times its daily limit
+ *   in one UTC day (the functions' 429s count too); an hour keeps it from hammering a spent quota
+ *   without making it wait a full day.
  */
 export const THROTTLED_RETRY_AFTER_SECONDS = 60
 export const QUOTA_EXCEEDED_RETRY_AFTER_SECONDS = 3600

@@ -5,6 +5,7 @@ import {
   type PlanLimits,
   parsePlanLimits,
 } from '#shared/config/plans-config.ts'
+import { stageThrottleFloor } from './usage-plans-config.ts'
 
 /** The deployment stages (decisions.md, "Environments"): each is its own stack set. */
 export const STAGE_NAMES = ['staging', 'production'] as const
@@ -36,7 +37,12 @@ export interface StageConfig {
   /** 0 disables the authorizer cache; API Gateway allows up to 3600. */
   authorizerCacheTtlSeconds: number
   alarmEmail?: string
-  /** Stage-wide throttle ahead of the per-key usage plans (requests per second, burst). */
+  /**
+   * Stage-wide throttle ahead of the per-key usage plans (requests per second, burst): never
+   * below the largest plan backstop (stageThrottleFloor). The account-level throttle (10,000
+   * requests per second, burst 5,000 per Region by default, "Amazon API Gateway quotas", AWS docs)
+   * still caps every stage and plan of the account, whatever these say.
+   */
   throttleRateLimit: number
   throttleBurstLimit: number
   /**
@@ -67,8 +73,6 @@ export type StageSetting = (typeof STAGE_SETTINGS)[number]
 interface StageDefaults {
   logRetentionDays: number
   authorizerCacheTtlSeconds: number
-  throttleRateLimit: number
-  throttleBurstLimit: number
 }
 
 /**
@@ -76,18 +80,8 @@ interface StageDefaults {
  * logs a quarter and caches authorizer decisions for API Gateway's default five minutes.
  */
 export const STAGE_DEFAULTS: Record<StageName, StageDefaults> = {
-  staging: {
-    logRetentionDays: 14,
-    authorizerCacheTtlSeconds: 60,
-    throttleRateLimit: 50,
-    throttleBurstLimit: 100,
-  },
-  production: {
-    logRetentionDays: 90,
-    authorizerCacheTtlSeconds: 300,
-    throttleRateLimit: 500,
-    throttleBurstLimit: 1000,
-  },
+  staging: { logRetentionDays: 14, authorizerCacheTtlSeconds: 60 },
+  production: { logRetentionDays: 90, authorizerCacheTtlSeconds: 300 },
 }
 
 /** Reads one context value (e.g. `(key) => app.node.tryGetContext(key)`). */
@@ -134,13 +128,20 @@ export const readStageConfig = (context: ContextReader, stage: StageName): Stage
       ? value.trim()
       : fail(setting, 'a string')
   }
-  const integer = (setting: StageSetting, fallback: number, min: number, max: number): number => {
+  const integer = (
+    setting: StageSetting,
+    fallback: number,
+    min: number,
+    max = Number.MAX_SAFE_INTEGER,
+    why?: string,
+  ): number => {
     const value = raw(setting)
     if (value === undefined) return fallback
     const number = typeof value === 'number' ? value : Number(String(value).trim())
-    return Number.isInteger(number) && number >= min && number <= max
+    const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`
+    return Number.isSafeInteger(number) && number >= min && number <= max
       ? number
-      : fail(setting, `an integer from ${min} to ${max}`)
+      : fail(setting, `an integer ${range}${why ? ` (${why})` : ''}`)
   }
   const flag = (setting: StageSetting, fallback: boolean): boolean => {
     const value = raw(setting)
@@ -166,8 +167,28 @@ export const readStageConfig = (context: ContextReader, stage: StageName): Stage
   }
   const alarmEmail = text('alarmEmail')
   if (alarmEmail !== undefined && !EMAIL.test(alarmEmail)) fail('alarmEmail', 'an email address')
-  const throttleRateLimit = integer('throttleRateLimit', defaults.throttleRateLimit, 1, 10_000)
-  const throttleBurstLimit = integer('throttleBurstLimit', defaults.throttleBurstLimit, 1, 5_000)
+  // Default and minimum: the largest plan backstop, the rate rounded up to whole requests.
+  const floor = stageThrottleFloor(enterpriseLimits)
+  const throttleAtLeast = (
+    setting: 'throttleRateLimit' | 'throttleBurstLimit',
+    limit: number,
+    plan: string,
+  ): number => {
+    const minimum = Math.ceil(limit)
+    return integer(
+      setting,
+      minimum,
+      minimum,
+      undefined,
+      `the ${plan} usage plan's backstop is ${Number(limit.toFixed(2))}; a lower stage throttle would refuse requests that plan allows`,
+    )
+  }
+  const throttleRateLimit = throttleAtLeast('throttleRateLimit', floor.rateLimit, floor.ratePlan)
+  const throttleBurstLimit = throttleAtLeast(
+    'throttleBurstLimit',
+    floor.burstLimit,
+    floor.burstPlan,
+  )
 
   const domainName = text('domainName')
   const certificateArn = text('certificateArn')

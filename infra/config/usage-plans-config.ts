@@ -2,9 +2,14 @@ import {
   limitsFor,
   PLAN_DISPLAY_NAMES,
   PLAN_NAMES,
+  PLAN_TAGS,
   type PlanLimits,
   type PlanName,
 } from '#shared/config/plans-config.ts'
+import {
+  type UsagePlanBackstop,
+  usagePlanBackstop,
+} from '#shared/config/usage-plan-backstop-config.ts'
 import type { StageName } from './stage-config.ts'
 
 /** One API Gateway usage plan: the backstop ahead of the functions' own rate limiter. */
@@ -13,21 +18,61 @@ export interface UsagePlanSpec {
   /** `petstore-<stage>-<plan>`, as shown in the console. */
   name: string
   description: string
-  /** Requests per second (per-minute limit / 60) and bucket size (the per-minute limit). */
+  /** Token bucket refill (requests per second) and size, from usagePlanBackstop. */
   throttle: { rateLimit: number; burstLimit: number }
-  /** Requests per UTC day. */
+  /** Requests per UTC day the gateway lets through, from usagePlanBackstop. */
   dailyQuota: number
+  /** What the key sync reads to know the plan's keys' limits (decisions.md, PLAN_TAGS). */
+  tags: Record<string, string>
 }
 
-/** decisions.md, "Rate limits": throttle rate = per-minute / 60, burst = per-minute, quota = per-day. */
+/** The plan tag; Enterprise also carries its limits, the same ones its backstop is made of. */
+const planTags = (plan: PlanName, { perMinute, perDay }: PlanLimits): Record<string, string> =>
+  plan === 'enterprise'
+    ? {
+        [PLAN_TAGS.plan]: plan,
+        [PLAN_TAGS.perMinute]: String(perMinute),
+        [PLAN_TAGS.perDay]: String(perDay),
+      }
+    : { [PLAN_TAGS.plan]: plan }
+
+/** decisions.md, "Rate limits": each plan's limits and the backstop made of them. */
 export const usagePlanSpecs = (stage: StageName, enterprise: PlanLimits): UsagePlanSpec[] =>
   PLAN_NAMES.map((plan) => {
-    const { perMinute, perDay } = limitsFor(plan, enterprise)
+    const limits = limitsFor(plan, enterprise)
+    const { rateLimit, burstLimit, dailyQuota } = usagePlanBackstop(limits)
     return {
       plan,
       name: `petstore-${stage}-${plan}`,
-      description: `${PLAN_DISPLAY_NAMES[plan]} plan (${stage}): ${perMinute} requests per minute, ${perDay} per day`,
-      throttle: { rateLimit: perMinute / 60, burstLimit: perMinute },
-      dailyQuota: perDay,
+      description: `${PLAN_DISPLAY_NAMES[plan]} plan (${stage}): ${limits.perMinute} requests per minute, ${limits.perDay} per day`,
+      throttle: { rateLimit, burstLimit },
+      dailyQuota,
+      tags: planTags(plan, limits),
     }
   })
+
+/** The stage throttle's floor: the largest backstop rate and burst of any plan, and whose. */
+export interface StageThrottleFloor {
+  rateLimit: number
+  ratePlan: PlanName
+  burstLimit: number
+  burstPlan: PlanName
+}
+
+/**
+ * A stage throttle below a plan's backstop would refuse a client of that plan before its own
+ * usage plan does (decisions.md: "A stage's own throttle never undercuts a plan's backstop").
+ */
+export const stageThrottleFloor = (enterprise: PlanLimits): StageThrottleFloor => {
+  const backstops = PLAN_NAMES.map((plan): [PlanName, UsagePlanBackstop] => [
+    plan,
+    usagePlanBackstop(limitsFor(plan, enterprise)),
+  ])
+  const largest = (of: (backstop: UsagePlanBackstop) => number): [PlanName, number] =>
+    backstops
+      .map(([plan, backstop]): [PlanName, number] => [plan, of(backstop)])
+      .reduce((best, candidate) => (candidate[1] > best[1] ? candidate : best))
+  const [ratePlan, rateLimit] = largest((backstop) => backstop.rateLimit)
+  const [burstPlan, burstLimit] = largest((backstop) => backstop.burstLimit)
+  return { rateLimit, ratePlan, burstLimit, burstPlan }
+}

@@ -9,6 +9,7 @@ import { addApiKeyAuthorizer, addApiKeyAuthorizerFunction } from './api-key-auth
 import { addRouteMethods } from './api-routes-construct.ts'
 import { addCustomDomain } from './custom-domain-construct.ts'
 import { addGatewayResponses } from './gateway-responses-construct.ts'
+import { addKeySync } from './key-sync-construct.ts'
 import { addOperationFunctions } from './operation-functions-construct.ts'
 import type { PetstoreFunction } from './petstore-function-construct.ts'
 import { addRestApi } from './rest-api-construct.ts'
@@ -18,12 +19,15 @@ export interface PetstoreApiProps {
   config: StageConfig
   petTable: ITable
   rateLimitTable: ITable
+  /** The stage's copy of its API keys and plans: the key sync writes it, the authorizer reads it. */
+  keyMirrorTable: ITable
 }
 
 /**
  * The stage's REST API: one function per route of the shared route table under `/v1`, the
  * TOKEN authorizer in front of every method, API keys taken from the authorizer and metered by
- * the usage plans, and API Gateway's own errors rewritten to the API's Error body.
+ * the usage plans, API Gateway's own errors rewritten to the API's Error body, and the key sync
+ * that mirrors the stage's keys and plans for the authorizer.
  *
  * Its parts are built by the `add…` functions of the other `*-construct.ts` files, not by nested
  * constructs: a nested construct adds a segment to the construct path, which changes every
@@ -36,6 +40,7 @@ export class PetstoreApi extends Construct {
   readonly api: RestApi
   readonly functions: Record<OperationId, PetstoreFunction>
   readonly authorizerFunction: PetstoreFunction
+  readonly keySyncFunction: PetstoreFunction
   readonly usagePlans: Record<PlanName, UsagePlan>
   readonly accessLogGroup: LogGroup
   readonly domain: DomainName | undefined
@@ -45,10 +50,10 @@ export class PetstoreApi extends Construct {
   constructor(
     scope: Construct,
     id: string,
-    { config, petTable, rateLimitTable }: PetstoreApiProps,
+    { config, petTable, rateLimitTable, keyMirrorTable }: PetstoreApiProps,
   ) {
     super(scope, id)
-    this.authorizerFunction = addApiKeyAuthorizerFunction(this, config)
+    this.authorizerFunction = addApiKeyAuthorizerFunction(this, config, keyMirrorTable)
     this.functions = addOperationFunctions(this, { config, petTable, rateLimitTable })
     const authorizer = addApiKeyAuthorizer(this, config, this.authorizerFunction)
     const { api, accessLogGroup } = addRestApi(this, config, authorizer)
@@ -61,5 +66,6 @@ export class PetstoreApi extends Construct {
     this.baseUrl = config.customDomain
       ? `https://${config.customDomain.domainName}${API_VERSION_PATH}`
       : `${api.url}${API_VERSION_PATH.slice(1)}`
+    this.keySyncFunction = addKeySync(this, config, api, keyMirrorTable)
   }
 }

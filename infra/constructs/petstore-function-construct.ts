@@ -31,12 +31,17 @@ export const ESM_REQUIRE_BANNER =
 /**
  * RO: item reads, queries and scans of the table and the named indexes (list, get).
  * RW: single-item reads and writes of the table, no scans (create, the rate limiter).
+ * LOOKUP: single-item reads by key only (the authorizer on the key mirror).
+ * REBUILD: a keys-only scan and batch puts and deletes, no single-item calls (the key sync on the
+ * key mirror; BatchWriteItem is authorized as itself, not as PutItem or DeleteItem).
  */
-export type TableAccess = 'RO' | 'RW'
+export type TableAccess = 'RO' | 'RW' | 'LOOKUP' | 'REBUILD'
 
 export const TABLE_ACTIONS: Record<TableAccess, readonly string[]> = {
   RO: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Scan'],
   RW: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  LOOKUP: ['dynamodb:GetItem'],
+  REBUILD: ['dynamodb:Scan', 'dynamodb:BatchWriteItem'],
 }
 
 export interface TableBinding {
@@ -59,6 +64,8 @@ export interface PetstoreFunctionProps {
   logRemovalPolicy: RemovalPolicy
   memorySize?: number
   timeout?: Duration
+  /** Caps concurrent instances (and reserves them); unset means the account's unreserved pool. */
+  reservedConcurrentExecutions?: number
   environment?: Record<string, string>
 }
 
@@ -108,6 +115,7 @@ export class PetstoreFunction extends Construct {
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout ?? Duration.seconds(10),
+      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       description: props.description,
       role,
       logGroup: this.logGroup,

@@ -21,9 +21,12 @@ import type { StageName } from '#infra/config/stage-config.ts'
 import {
   AUTHORIZER_METRICS,
   AUTHORIZER_OPERATION,
+  KEY_SYNC_METRICS,
+  KEY_SYNC_OPERATION,
   METRICS_SERVICE,
   OPERATION_DIMENSION,
 } from '#shared/observability/metrics.ts'
+import { STORE_FAILURE_METRIC } from '#shared/rate-limit/rate-limit-middleware.ts'
 import { TABLE_ACTIONS } from './petstore-function-construct.ts'
 
 export interface MonitoredFunction {
@@ -40,12 +43,20 @@ export interface PetstoreMonitoringProps {
   stage: StageName
   metricsNamespace: string
   api: RestApi
-  /** Every function of the stage, the authorizer included. */
+  /** Every function on the request path, the authorizer included. */
   functions: readonly MonitoredFunction[]
+  /** The operations whose functions run the rate limiter (their `operation` dimension). */
+  rateLimitedOperations: readonly string[]
+  /**
+   * The key sync, apart from `functions`: with a reserved concurrency of 1 its throttles are
+   * expected (an event arriving during a run waits), so they must not trip the throttle alarm.
+   */
+  keySyncFunction: IFunction
   tables: readonly MonitoredTable[]
   alarmEmail?: string
 }
 
+const ONE_MINUTE = Duration.minutes(1)
 const FIVE_MINUTES = Duration.minutes(5)
 
 /** Every DynamoDB operation a function is allowed to call (see TABLE_ACTIONS). */
@@ -54,9 +65,10 @@ const TABLE_OPERATIONS = [...new Set(Object.values(TABLE_ACTIONS).flat())].map((
 )
 
 /**
- * Alarms on what an on-call person can act on — the API's 5xx rate, authorizer failures (the
- * key store cannot read API Gateway), Lambda throttles and DynamoDB throttles — sent to an SNS
- * topic (and an email address when configured), plus one dashboard per stage.
+ * Alarms on what an on-call person can act on — the API's 5xx rate, authorizer failures (it
+ * cannot read the key mirror), a failing key sync, usage plans refused for a bad tag, rate
+ * limiter store failures, Lambda throttles and DynamoDB throttles — sent to an SNS topic (and an
+ * email address when configured), plus one dashboard per stage.
  */
 export class PetstoreMonitoring extends Construct {
   readonly topic: Topic
@@ -80,19 +92,29 @@ export class PetstoreMonitoring extends Construct {
         statistic,
         period: Duration.minutes(1),
       })
-    const authorizerMetric = (metricName: string): Metric =>
+    // The functions' own metrics (shared/observability/metrics.ts): {service, operation}.
+    const operationMetric = (operation: string, metricName: string, period = FIVE_MINUTES) =>
       new Metric({
         namespace: props.metricsNamespace,
         metricName,
-        dimensionsMap: { service: METRICS_SERVICE, [OPERATION_DIMENSION]: AUTHORIZER_OPERATION },
+        dimensionsMap: { service: METRICS_SERVICE, [OPERATION_DIMENSION]: operation },
         statistic: 'Sum',
-        period: FIVE_MINUTES,
+        period,
       })
+    const authorizerMetric = (metricName: string): Metric =>
+      operationMetric(AUTHORIZER_OPERATION, metricName)
+    const keySyncMetric = (metricName: string): Metric =>
+      operationMetric(KEY_SYNC_OPERATION, metricName)
     // Ids are unique per expression so several sums can share one graph.
-    const sumOf = (label: string, idPrefix: string, metrics: IMetric[]): MathExpression =>
+    const sumOf = (
+      label: string,
+      idPrefix: string,
+      metrics: IMetric[],
+      period = FIVE_MINUTES,
+    ): MathExpression =>
       new MathExpression({
         label,
-        period: FIVE_MINUTES,
+        period,
         expression: metrics.map((_, index) => `${idPrefix}${index}`).join(' + '),
         usingMetrics: Object.fromEntries(
           metrics.map((metric, index) => [`${idPrefix}${index}`, metric]),
@@ -120,6 +142,16 @@ export class PetstoreMonitoring extends Construct {
       ),
     }))
 
+    const keySyncErrors = props.keySyncFunction.metricErrors({ period: ONE_MINUTE })
+    const storeFailures = sumOf(
+      'Rate limiter store failures',
+      'storefailures',
+      props.rateLimitedOperations.map((operation) =>
+        operationMetric(operation, STORE_FAILURE_METRIC, ONE_MINUTE),
+      ),
+      ONE_MINUTE,
+    )
+
     this.alarms = [
       new Alarm(this, 'ServerErrorRateAlarm', {
         alarmDescription: `Petstore ${stage}: more than 5% of API responses were 5xx in 3 of the last 5 minutes.`,
@@ -131,11 +163,37 @@ export class PetstoreMonitoring extends Construct {
         treatMissingData: TreatMissingData.NOT_BREACHING,
       }),
       new Alarm(this, 'AuthorizerErrorsAlarm', {
-        alarmDescription: `Petstore ${stage}: the authorizer failed (not a rejected key): it could not read API keys or usage plans, so callers got 500s.`,
+        alarmDescription: `Petstore ${stage}: the authorizer failed (not a rejected key): it could not read the key mirror, so callers got 500s.`,
         metric: authorizerMetric(AUTHORIZER_METRICS.failed),
         threshold: 1,
         comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+      new Alarm(this, 'KeySyncErrorsAlarm', {
+        alarmDescription: `Petstore ${stage}: the key sync failed in each of the last 3 minutes. The authorizer keeps the last good key mirror: new keys are not accepted, and revoked or detached keys keep working. See /petstore/${stage}/key-sync.`,
+        metric: keySyncErrors,
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 3,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+      new Alarm(this, 'KeySyncInvalidPlansAlarm', {
+        alarmDescription: `Petstore ${stage}: a usage plan of the stage has a missing or invalid petstore:plan, petstore:perMinute or petstore:perDay tag, so its keys are refused (401). The key-sync log names the plan.`,
+        metric: keySyncMetric(KEY_SYNC_METRICS.invalidPlans),
+        threshold: 0,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+      new Alarm(this, 'RateLimiterStoreFailuresAlarm', {
+        alarmDescription: `Petstore ${stage}: the rate limiter could not use its DynamoDB table in 3 of the last 5 minutes; requests were admitted without being counted, so plan limits were not enforced.`,
+        metric: storeFailures,
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 5,
+        datapointsToAlarm: 3,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       }),
       new Alarm(this, 'LambdaThrottlesAlarm', {
@@ -210,6 +268,31 @@ export class PetstoreMonitoring extends Construct {
         title: 'Throttles',
         width: 12,
         left: [lambdaThrottles, ...tableThrottles.map(({ metric }) => metric)],
+      }),
+    )
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Key sync',
+        width: 12,
+        left: [
+          keySyncErrors.with({ label: 'Lambda errors', period: FIVE_MINUTES }),
+          ...[
+            KEY_SYNC_METRICS.failures,
+            KEY_SYNC_METRICS.invalidPlans,
+            KEY_SYNC_METRICS.refusedKeys,
+          ].map((name) => keySyncMetric(name)),
+        ],
+        right: [
+          // A run's count, not a sum over runs.
+          keySyncMetric(KEY_SYNC_METRICS.keysMirrored).with({ statistic: 'Maximum' }),
+          keySyncMetric(KEY_SYNC_METRICS.keysRemoved),
+          keySyncMetric(KEY_SYNC_METRICS.managementCalls),
+        ],
+      }),
+      new GraphWidget({
+        title: 'Rate limiter store failures',
+        width: 12,
+        left: [storeFailures],
       }),
     )
     this.dashboard.addWidgets(

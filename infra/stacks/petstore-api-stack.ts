@@ -11,9 +11,10 @@ export interface PetstoreApiStackProps extends StackProps {
   config: StageConfig
   petTable: ITable
   rateLimitTable: ITable
+  keyMirrorTable: ITable
 }
 
-/** The stage's functions, REST API, usage plans, alarms and dashboard. */
+/** The stage's functions, REST API, usage plans, key sync, alarms and dashboard. */
 export class PetstoreApiStack extends Stack {
   readonly petstoreApi: PetstoreApi
   readonly monitoring: PetstoreMonitoring
@@ -21,12 +22,17 @@ export class PetstoreApiStack extends Stack {
   constructor(
     scope: Construct,
     id: string,
-    { config, petTable, rateLimitTable, ...props }: PetstoreApiStackProps,
+    { config, petTable, rateLimitTable, keyMirrorTable, ...props }: PetstoreApiStackProps,
   ) {
     super(scope, id, { terminationProtection: config.retainData, ...props })
     const { stage } = config
-    this.petstoreApi = new PetstoreApi(this, 'Api', { config, petTable, rateLimitTable })
-    const { api, functions, authorizerFunction, usagePlans } = this.petstoreApi
+    this.petstoreApi = new PetstoreApi(this, 'Api', {
+      config,
+      petTable,
+      rateLimitTable,
+      keyMirrorTable,
+    })
+    const { api, functions, authorizerFunction, keySyncFunction, usagePlans } = this.petstoreApi
 
     this.monitoring = new PetstoreMonitoring(this, 'Monitoring', {
       stage,
@@ -36,9 +42,12 @@ export class PetstoreApiStack extends Stack {
         ...Object.entries(functions).map(([name, fn]) => ({ name, function: fn.function })),
         { name: AUTHORIZER_OPERATION, function: authorizerFunction.function },
       ],
+      rateLimitedOperations: Object.keys(functions),
+      keySyncFunction: keySyncFunction.function,
       tables: [
         { name: 'Pet', table: petTable },
         { name: 'RateLimit', table: rateLimitTable },
+        { name: 'KeyMirror', table: keyMirrorTable },
       ],
       ...(config.alarmEmail ? { alarmEmail: config.alarmEmail } : {}),
     })

@@ -4,6 +4,7 @@ import type { Construct } from 'constructs'
 import type { StageConfig } from '#infra/config/stage-config.ts'
 import { PetstoreTable } from '#infra/constructs/petstore-table-construct.ts'
 import {
+  keyMirrorTableDefinition,
   petTableDefinition,
   RATE_LIMIT_TABLE,
   rateLimitTableDefinition,
@@ -14,13 +15,14 @@ export interface PetstoreDataStackProps extends StackProps {
 }
 
 /**
- * The stage's state, in a stack of its own so the API stack can be replaced or torn down
+ * The stage's state (pets, rate-limit counters, the key mirror), in a stack of its own so the API stack can be replaced or torn down
  * without touching data. The pet id counter item (`pk = COUNTER#pet`) needs no seeding and so no
  * custom resource: the id allocator creates it on first use with `if_not_exists`.
  */
 export class PetstoreDataStack extends Stack {
   readonly petTable: ITable
   readonly rateLimitTable: ITable
+  readonly keyMirrorTable: ITable
 
   constructor(scope: Construct, id: string, { config, ...props }: PetstoreDataStackProps) {
     super(scope, id, { terminationProtection: config.retainData, ...props })
@@ -50,7 +52,23 @@ export class PetstoreDataStack extends Stack {
         'The rate-limit table holds only per-minute and per-day counters that expire by TTL; restoring them to an earlier point would serve no one.',
     })
 
+    const keyMirror = new PetstoreTable(this, 'KeyMirrorTable', {
+      definition: keyMirrorTableDefinition('key-mirror'),
+      // A copy of the stage's API keys and usage plans that the key-sync function rebuilds from
+      // API Gateway every minute: nothing to keep or restore.
+      removalPolicy: RemovalPolicy.DESTROY,
+      deletionProtection: false,
+      pointInTimeRecovery: false,
+    })
+    this.keyMirrorTable = keyMirror.table
+    Validations.of(keyMirror).acknowledge({
+      id: 'AwsSolutions-DDB3',
+      reason:
+        'The key mirror is rebuilt from the API Gateway keys and usage plans (the source of truth) every minute by the key-sync function; restoring an earlier copy would only bring back revoked keys.',
+    })
+
     new CfnOutput(this, 'PetTableName', { value: this.petTable.tableName })
     new CfnOutput(this, 'RateLimitTableName', { value: this.rateLimitTable.tableName })
+    new CfnOutput(this, 'KeyMirrorTableName', { value: this.keyMirrorTable.tableName })
   }
 }

@@ -33,13 +33,14 @@ export const addStageStacks = (app: App, config: StageConfig): StageStacks => {
   }
   const data = new PetstoreDataStack(app, stackName(config.stage, 'data'), {
     ...common,
-    description: `Petstore ${config.stage}: pet and rate-limit tables`,
+    description: `Petstore ${config.stage}: pet, rate-limit and key mirror tables`,
   })
   const api = new PetstoreApiStack(app, stackName(config.stage, 'api'), {
     ...common,
     description: `Petstore ${config.stage}: functions, REST API, usage plans, alarms, dashboard`,
     petTable: data.petTable,
     rateLimitTable: data.rateLimitTable,
+    keyMirrorTable: data.keyMirrorTable,
   })
   for (const stack of [data, api]) {
     Tags.of(stack).add('project', 'petstore')

@@ -1,7 +1,11 @@
 import type { Template } from 'aws-cdk-lib/assertions'
 import { describe, expect, it } from 'vitest'
-import { BEARER_CHALLENGE } from '#shared/auth/bearer-token.ts'
-import { USAGE_PLAN_TAG } from '#shared/config/plans-config.ts'
+import { BEARER_CHALLENGE, BEARER_TOKEN_VALIDATION_PATTERN } from '#shared/auth/bearer-token.ts'
+import {
+  DEFAULT_ENTERPRISE_LIMITS,
+  PLAN_TAGS,
+  USAGE_PLAN_TAG,
+} from '#shared/config/plans-config.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
 import { ERROR_MESSAGES, type ErrorCode } from '#shared/errors/error-codes.ts'
 import {
@@ -67,9 +71,9 @@ describe('routes', () => {
   })
 
   it('lets API Gateway invoke each function only from its own method of the stage', () => {
-    const permissions = resourcesOf(production, 'AWS::Lambda::Permission').map(([, permission]) =>
-      JSON.stringify(propsOf(permission).SourceArn),
-    )
+    const permissions = resourcesOf(production, 'AWS::Lambda::Permission')
+      .filter(([, permission]) => propsOf(permission).Principal === 'apigateway.amazonaws.com')
+      .map(([, permission]) => JSON.stringify(propsOf(permission).SourceArn))
     // Three methods and the authorizer; no test-invoke permission open to any stage.
     expect(permissions).toHaveLength(ROUTES.length + 1)
     for (const route of ROUTES) {
@@ -88,6 +92,8 @@ describe('authorization', () => {
       IdentitySource: 'method.request.header.Authorization',
     })
     expect(JSON.stringify(propsOf(authorizer).AuthorizerUri)).toContain(authorizerFunctionId)
+    // Malformed tokens are refused by the gateway before the function runs.
+    expect(propsOf(authorizer).IdentityValidationExpression).toBe(BEARER_TOKEN_VALIDATION_PATTERN)
     for (const { props } of methodsOf(production)) {
       expect(props).toMatchObject({
         AuthorizationType: 'CUSTOM',
@@ -104,6 +110,14 @@ describe('authorization', () => {
       ApiKeySourceType: 'AUTHORIZER',
       EndpointConfiguration: { Types: ['REGIONAL'] },
     })
+  })
+
+  it('validates the bearer token in the gateway in every stage', () => {
+    for (const template of [production, staging]) {
+      expect(
+        propsOf(only(template, 'AWS::ApiGateway::Authorizer')[1]).IdentityValidationExpression,
+      ).toBe(BEARER_TOKEN_VALIDATION_PATTERN)
+    }
   })
 
   it('caches authorizer decisions per stage: 5 minutes in production, 1 in staging', () => {
@@ -185,22 +199,39 @@ describe('gateway responses', () => {
   })
 })
 
-describe('usage plans', () => {
-  const plansOf = (template: Template) =>
-    new Map(
-      resourcesOf(template, 'AWS::ApiGateway::UsagePlan').map(([, plan]) => {
-        const props = propsOf(plan)
-        const tags = props.Tags as { Key: string; Value: string }[]
-        return [tags.find((tag) => tag.Key === USAGE_PLAN_TAG)?.Value, props]
-      }),
-    )
+const plansOf = (template: Template) =>
+  new Map(
+    resourcesOf(template, 'AWS::ApiGateway::UsagePlan').map(([, plan]) => {
+      const props = propsOf(plan)
+      const tags = props.Tags as { Key: string; Value: string }[]
+      return [tags.find((tag) => tag.Key === USAGE_PLAN_TAG)?.Value, props]
+    }),
+  )
 
-  // decisions.md: throttle rate = per-minute / 60, burst = per-minute, quota = per-day.
+/** Each plan's `petstore:*` tags (the stack's own tags, e.g. petstore:stage, aside). */
+const tagsOfPlans = (template: Template) =>
+  new Map(
+    [...plansOf(template)].map(([plan, props]) => [
+      plan,
+      Object.fromEntries(
+        (props.Tags as { Key: string; Value: string }[])
+          .filter(({ Key }) => (Object.values(PLAN_TAGS) as string[]).includes(Key))
+          .map(({ Key, Value }) => [Key, Value]),
+      ),
+    ]),
+  )
+
+describe('usage plans', () => {
+  // decisions.md: burst = 2 x per-minute, rate = per-minute / 30, quota = 3 x per-day.
   const EXPECTED = {
-    free: { RateLimit: 1, BurstLimit: 60, quota: 1_000 },
-    pro: { RateLimit: 5, BurstLimit: 300, quota: 10_000 },
-    business: { RateLimit: 1000 / 60, BurstLimit: 1_000, quota: 100_000 },
-    enterprise: { RateLimit: 5000 / 60, BurstLimit: 5_000, quota: 1_000_000 },
+    free: { RateLimit: 2, BurstLimit: 120, quota: 3_000 },
+    pro: { RateLimit: 10, BurstLimit: 600, quota: 30_000 },
+    business: { RateLimit: 1000 / 30, BurstLimit: 2_000, quota: 300_000 },
+    enterprise: {
+      RateLimit: DEFAULT_ENTERPRISE_LIMITS.perMinute / 30,
+      BurstLimit: 2 * DEFAULT_ENTERPRISE_LIMITS.perMinute,
+      quota: 3 * DEFAULT_ENTERPRISE_LIMITS.perDay,
+    },
   }
 
   it('has Free, Pro, Business and Enterprise per stage, tagged with their plan', () => {
@@ -238,15 +269,37 @@ describe('usage plans', () => {
     }
   })
 
+  it('tags Enterprise with its limits and the other plans with their plan only', () => {
+    for (const template of [production, staging]) {
+      const plans = tagsOfPlans(template)
+      expect(plans.get('enterprise')).toEqual({
+        [PLAN_TAGS.plan]: 'enterprise',
+        [PLAN_TAGS.perMinute]: String(DEFAULT_ENTERPRISE_LIMITS.perMinute),
+        [PLAN_TAGS.perDay]: String(DEFAULT_ENTERPRISE_LIMITS.perDay),
+      })
+      for (const plan of ['free', 'pro', 'business']) {
+        expect(plans.get(plan)).toEqual({ [PLAN_TAGS.plan]: plan })
+      }
+    }
+  })
+
   it('takes Enterprise limits from context', () => {
     const custom = synthesizeApp({
       stage: 'production',
       'production.enterpriseLimits': '12000/3000000',
     }).stage('production').api
     const enterprise = plansOf(custom).get('enterprise')
-    expect(enterprise?.Throttle).toEqual({ RateLimit: 200, BurstLimit: 12_000 })
-    expect(enterprise?.Quota).toEqual({ Limit: 3_000_000, Period: 'DAY' })
-    expect(plansOf(custom).get('free')?.Throttle).toEqual({ RateLimit: 1, BurstLimit: 60 })
+    expect(enterprise?.Throttle).toEqual({ RateLimit: 400, BurstLimit: 24_000 })
+    expect(enterprise?.Quota).toEqual({ Limit: 9_000_000, Period: 'DAY' })
+    expect(tagsOfPlans(custom).get('enterprise')).toMatchObject({
+      [PLAN_TAGS.perMinute]: '12000',
+      [PLAN_TAGS.perDay]: '3000000',
+    })
+    expect(plansOf(custom).get('free')?.Throttle).toEqual({ RateLimit: 2, BurstLimit: 120 })
+    // The stage throttle follows the larger Enterprise backstop.
+    expect(propsOf(only(custom, 'AWS::ApiGateway::Stage')[1])).toMatchObject({
+      MethodSettings: [{ ThrottlingRateLimit: 400, ThrottlingBurstLimit: 24_000 }],
+    })
   })
 })
 
@@ -263,8 +316,9 @@ describe('stage', () => {
           HttpMethod: '*',
           LoggingLevel: 'ERROR',
           DataTraceEnabled: false,
-          ThrottlingRateLimit: 500,
-          ThrottlingBurstLimit: 1000,
+          // The Enterprise backstop, the largest: 5000 / 30 rounded up, and 2 x 5000.
+          ThrottlingRateLimit: 167,
+          ThrottlingBurstLimit: 10_000,
         },
       ],
     })
@@ -297,14 +351,46 @@ describe('stage', () => {
       'staging.apiGatewayCloudWatchRole': 'false',
     }).stage('staging').api
     expect(resourcesOf(without, 'AWS::ApiGateway::Account')).toHaveLength(0)
-    expect(resourcesOf(without, 'AWS::IAM::Role')).toHaveLength(ROUTES.length + 1)
+    // One per function: the operations, the authorizer and the key sync.
+    expect(resourcesOf(without, 'AWS::IAM::Role')).toHaveLength(ROUTES.length + 2)
   })
 
-  it('throttles staging lower than production', () => {
+  it('throttles staging like production: at the largest plan backstop', () => {
     expect(propsOf(only(staging, 'AWS::ApiGateway::Stage')[1])).toMatchObject({
       StageName: 'staging',
-      MethodSettings: [{ ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 }],
+      MethodSettings: [{ ThrottlingRateLimit: 167, ThrottlingBurstLimit: 10_000 }],
     })
+  })
+
+  it("never undercuts a plan's backstop, in either stage", () => {
+    for (const template of [production, staging]) {
+      const [settings] = propsOf(only(template, 'AWS::ApiGateway::Stage')[1]).MethodSettings as {
+        ThrottlingRateLimit: number
+        ThrottlingBurstLimit: number
+      }[]
+      for (const [plan, props] of plansOf(template)) {
+        const throttle = props.Throttle as { RateLimit: number; BurstLimit: number }
+        expect(settings?.ThrottlingRateLimit, plan).toBeGreaterThanOrEqual(throttle.RateLimit)
+        expect(settings?.ThrottlingBurstLimit, plan).toBeGreaterThanOrEqual(throttle.BurstLimit)
+      }
+    }
+  })
+
+  it('takes a higher stage throttle from context, and refuses a lower one', () => {
+    const raised = synthesizeApp({
+      stage: 'staging',
+      'staging.throttleRateLimit': '500',
+      'staging.throttleBurstLimit': '12000',
+    }).stage('staging').api
+    expect(propsOf(only(raised, 'AWS::ApiGateway::Stage')[1])).toMatchObject({
+      MethodSettings: [{ ThrottlingRateLimit: 500, ThrottlingBurstLimit: 12_000 }],
+    })
+    expect(() => synthesizeApp({ stage: 'staging', 'staging.throttleRateLimit': '166' })).toThrow(
+      /staging\.throttleRateLimit=.*at least 167.*enterprise usage plan/,
+    )
+    expect(() =>
+      synthesizeApp({ stage: 'production', 'production.throttleBurstLimit': '9999' }),
+    ).toThrow(/production\.throttleBurstLimit=.*at least 10000.*enterprise usage plan/)
   })
 
   it('publishes the base address, ending in /v1', () => {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import {
+  KEY_MIRROR_TABLE,
+  keyMirrorTableDefinition,
   PET_TABLE,
   petTableDefinition,
   RATE_LIMIT_TABLE,
@@ -7,15 +9,22 @@ import {
 } from '#shared/data/table-schema.ts'
 import { appStage, type CfnResource, propsOf, resourcesOf } from './support/synth-app.ts'
 
-/** The two tables of a stage: the pet table has the status GSI, the rate-limit table has TTL. */
+/**
+ * The three tables of a stage: the pet table has the status GSI, the rate-limit table has TTL,
+ * the key mirror is keyed by the key hash.
+ */
 const tablesOf = (stage: 'staging' | 'production') => {
   const tables = resourcesOf(appStage(stage).data, 'AWS::DynamoDB::Table').map(([, table]) => table)
-  expect(tables).toHaveLength(2)
+  expect(tables).toHaveLength(3)
   const pets = tables.find((table) => propsOf(table).GlobalSecondaryIndexes) as CfnResource
   const rateLimits = tables.find((table) => propsOf(table).TimeToLiveSpecification) as CfnResource
+  const keyMirror = tables.find((table) =>
+    JSON.stringify(propsOf(table).KeySchema).includes(`"${KEY_MIRROR_TABLE.partitionKey}"`),
+  ) as CfnResource
   expect(pets).toBeDefined()
   expect(rateLimits).toBeDefined()
-  return { pets, rateLimits }
+  expect(keyMirror).toBeDefined()
+  return { pets, rateLimits, keyMirror }
 }
 
 describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
@@ -76,17 +85,39 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
     })
   })
 
+  it('key mirror table: on demand, encrypted, keyed by the key hash, no recovery', () => {
+    const { keyMirror } = tablesOf(stage)
+    expect(propsOf(keyMirror)).toMatchObject({
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: keyMirrorTableDefinition('any').KeySchema,
+      AttributeDefinitions: keyMirrorTableDefinition('any').AttributeDefinitions,
+      SSESpecification: { SSEEnabled: true },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: false },
+    })
+    expect(propsOf(keyMirror).KeySchema).toEqual([{ AttributeName: 'keyHash', KeyType: 'HASH' }])
+    expect(propsOf(keyMirror).GlobalSecondaryIndexes).toBeUndefined()
+    expect(propsOf(keyMirror).TimeToLiveSpecification).toBeUndefined()
+  })
+
   it('names no table, so CloudFormation can replace one and two stages can share an account', () => {
-    const { pets, rateLimits } = tablesOf(stage)
+    const { pets, rateLimits, keyMirror } = tablesOf(stage)
     expect(propsOf(pets).TableName).toBeUndefined()
     expect(propsOf(rateLimits).TableName).toBeUndefined()
+    expect(propsOf(keyMirror).TableName).toBeUndefined()
+  })
+
+  it('publishes every table name', () => {
+    const outputs = appStage(stage).data.toJSON().Outputs as Record<string, unknown>
+    expect(Object.keys(outputs)).toEqual(
+      expect.arrayContaining(['PetTableName', 'RateLimitTableName', 'KeyMirrorTableName']),
+    )
   })
 
   it('creates no custom resource for the id counter: the allocator creates it lazily', () => {
     const types = Object.values(
       appStage(stage).data.toJSON().Resources as Record<string, CfnResource>,
     ).map((resource) => resource.Type)
-    expect(types.sort()).toEqual(['AWS::DynamoDB::Table', 'AWS::DynamoDB::Table'])
+    expect(types).toEqual(Array(3).fill('AWS::DynamoDB::Table'))
   })
 })
 
@@ -109,6 +140,14 @@ describe('data retention', () => {
       const { rateLimits } = tablesOf(stage)
       expect(rateLimits.DeletionPolicy).toBe('Delete')
       expect(propsOf(rateLimits).DeletionProtectionEnabled).toBe(false)
+    }
+  })
+
+  it('the key mirror is disposable in every stage: the key sync rebuilds it every minute', () => {
+    for (const stage of ['staging', 'production'] as const) {
+      const { keyMirror } = tablesOf(stage)
+      expect(keyMirror.DeletionPolicy).toBe('Delete')
+      expect(propsOf(keyMirror).DeletionProtectionEnabled).toBe(false)
     }
   })
 })

@@ -7,6 +7,7 @@ import { buildSync } from 'esbuild'
 import { describe, expect, it } from 'vitest'
 import { ROUTES } from '#shared/config/routes-config.ts'
 import { PET_TABLE } from '#shared/data/table-schema.ts'
+import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import {
   appAssemblyDir,
   appStage,
@@ -15,10 +16,13 @@ import {
   functionByService,
   propsOf,
   resourcesOf,
-  synthesizeApp,
 } from './support/synth-app.ts'
 
-const SERVICES = [...ROUTES.map((route) => route.operationId), 'authorizer'] as const
+const SERVICES = [
+  ...ROUTES.map((route) => route.operationId),
+  'authorizer',
+  KEY_SYNC_OPERATION,
+] as const
 const STAGES = ['staging', 'production'] as const
 
 // Templates and bundles of the run's one synthesis of app.ts.
@@ -41,7 +45,7 @@ describe('function configuration', () => {
     }
   })
 
-  it('gives pet functions 512 MB and 10 s, the authorizer 256 MB and 5 s', () => {
+  it('gives pet functions 512 MB and 10 s, the authorizer 256 MB and 5 s, the sync 60 s', () => {
     for (const route of ROUTES) {
       expect(propsOf(functionByService(apiOf('production'), route.operationId)[1])).toMatchObject({
         MemorySize: 512,
@@ -52,6 +56,33 @@ describe('function configuration', () => {
       MemorySize: 256,
       Timeout: 5,
     })
+    expect(propsOf(functionByService(apiOf('production'), KEY_SYNC_OPERATION)[1])).toMatchObject({
+      MemorySize: 512,
+      Timeout: 60,
+    })
+  })
+
+  it('runs one key sync at a time, never retried: the next minute is the retry', () => {
+    for (const stage of STAGES) {
+      const template = apiOf(stage)
+      const [syncId, sync] = functionByService(template, KEY_SYNC_OPERATION)
+      expect(propsOf(sync).ReservedConcurrentExecutions).toBe(1)
+      const configs = resourcesOf(template, 'AWS::Lambda::EventInvokeConfig')
+      expect(configs.map(([, config]) => propsOf(config))).toEqual([
+        {
+          FunctionName: { Ref: syncId },
+          Qualifier: '$LATEST',
+          MaximumRetryAttempts: 0,
+          MaximumEventAgeInSeconds: 60,
+        },
+      ])
+      // Only the sync reserves concurrency: request-path functions share the account pool.
+      for (const service of SERVICES.filter((name) => name !== KEY_SYNC_OPERATION)) {
+        expect(propsOf(functionByService(template, service)[1]).ReservedConcurrentExecutions).toBe(
+          undefined,
+        )
+      }
+    }
   })
 
   it.each(STAGES)(
@@ -70,6 +101,7 @@ describe('function configuration', () => {
       expect(names.sort()).toEqual(
         [
           `/petstore/${stage}/authorizer`,
+          `/petstore/${stage}/key-sync`,
           ...ROUTES.map((route) => `/petstore/${stage}/${route.functionName}`),
         ].sort(),
       )
@@ -89,23 +121,53 @@ describe('function configuration', () => {
         expect(JSON.stringify(env.TABLE_NAME)).toMatch(/petstore-[a-z]+-data:.*PetTable/)
         expect(JSON.stringify(env.RATE_LIMIT_TABLE_NAME)).toMatch(/RateLimitTable/)
         expect(env.ENTERPRISE_LIMITS).toBeUndefined()
+        expect(env.KEY_MIRROR_TABLE_NAME).toBeUndefined()
       }
     }
   })
 
-  it('gives the authorizer its Enterprise limits and no table', () => {
-    const env = envOf(functionByService(apiOf('production'), 'authorizer')[1])
-    expect(env).toMatchObject({
-      POWERTOOLS_SERVICE_NAME: 'authorizer',
-      POWERTOOLS_TRACER_CAPTURE_RESPONSE: 'false',
-      ENTERPRISE_LIMITS: '5000/1000000',
-    })
-    expect(env.TABLE_NAME).toBeUndefined()
-    expect(env.RATE_LIMIT_TABLE_NAME).toBeUndefined()
-    const custom = synthesizeApp({ stage: 'staging', 'staging.enterpriseLimits': '100/2000' })
-    expect(
-      envOf(functionByService(custom.stage('staging').api, 'authorizer')[1]).ENTERPRISE_LIMITS,
-    ).toBe('100/2000')
+  /** The settings of a function's environment, Powertools' own and NODE_OPTIONS aside. */
+  const ownSettingsOf = (env: Record<string, unknown>): Record<string, unknown> =>
+    Object.fromEntries(
+      Object.entries(env).filter(
+        ([name]) => !name.startsWith('POWERTOOLS_') && name !== 'NODE_OPTIONS',
+      ),
+    )
+
+  it('gives the authorizer the key mirror table and nothing else, in every stage', () => {
+    for (const stage of STAGES) {
+      const env = envOf(functionByService(apiOf(stage), 'authorizer')[1])
+      expect(env).toMatchObject({
+        POWERTOOLS_SERVICE_NAME: 'authorizer',
+        POWERTOOLS_TRACER_CAPTURE_RESPONSE: 'false',
+      })
+      expect(Object.keys(ownSettingsOf(env))).toEqual(['KEY_MIRROR_TABLE_NAME'])
+      expect(JSON.stringify(env.KEY_MIRROR_TABLE_NAME)).toMatch(
+        new RegExp(`petstore-${stage}-data:.*KeyMirrorTable`),
+      )
+    }
+  })
+
+  it("gives the key sync this stage's API, stage name and key mirror table", () => {
+    for (const stage of STAGES) {
+      const template = apiOf(stage)
+      const env = envOf(functionByService(template, KEY_SYNC_OPERATION)[1])
+      const [[apiId]] = resourcesOf(template, 'AWS::ApiGateway::RestApi') as [[string, unknown]]
+      const [[stageId]] = resourcesOf(template, 'AWS::ApiGateway::Stage') as [[string, unknown]]
+      expect(Object.keys(ownSettingsOf(env)).sort()).toEqual(
+        ['API_STAGE', 'KEY_MIRROR_TABLE_NAME', 'REST_API_ID'].sort(),
+      )
+      expect(env).toMatchObject({
+        POWERTOOLS_SERVICE_NAME: KEY_SYNC_OPERATION,
+        POWERTOOLS_METRICS_NAMESPACE: `Petstore/${stage}`,
+        POWERTOOLS_LOGGER_LOG_EVENT: 'false',
+        REST_API_ID: { Ref: apiId },
+        API_STAGE: { Ref: stageId },
+      })
+      expect(JSON.stringify(env.KEY_MIRROR_TABLE_NAME)).toMatch(
+        new RegExp(`petstore-${stage}-data:.*KeyMirrorTable`),
+      )
+    }
   })
 })
 
@@ -127,7 +189,9 @@ describe('IAM: least privilege per function', () => {
         ? 'pet-table'
         : text.includes('RateLimitTable')
           ? 'rate-limit-table'
-          : undefined
+          : text.includes('KeyMirrorTable')
+            ? 'key-mirror-table'
+            : undefined
       if (table && text.includes('Fn::ImportValue'))
         return index ? `${table}/index/${index}` : table
       const apiPath = /:apigateway:",\{"Ref":"AWS::Region"\},"::(\/[^"]*)"/.exec(text)?.[1]
@@ -196,15 +260,41 @@ describe('IAM: least privilege per function', () => {
     )
   })
 
-  it.each(STAGES)('%s: the authorizer only reads API keys and usage plans', (stage) => {
+  it.each(STAGES)('%s: the authorizer reads one key mirror item, never API Gateway', (stage) => {
     expect(grantsOf(apiOf(stage), 'authorizer')).toEqual(
+      [...BASE, 'dynamodb:GetItem on key-mirror-table'].sort(),
+    )
+  })
+
+  it.each(STAGES)('%s: the key sync reads keys and plans and rebuilds the mirror', (stage) => {
+    expect(grantsOf(apiOf(stage), KEY_SYNC_OPERATION)).toEqual(
       [
         ...BASE,
         'apigateway:GET on apigateway:/apikeys',
         'apigateway:GET on apigateway:/usageplans',
         'apigateway:GET on apigateway:/usageplans/*/keys',
+        // KeyMirrorRepository.replaceAll: a keys-only Scan, then BatchWriteItem puts and deletes.
+        'dynamodb:BatchWriteItem on key-mirror-table',
+        'dynamodb:Scan on key-mirror-table',
       ].sort(),
     )
+  })
+
+  it.each(STAGES)('%s: no other role of the stack may call API Gateway', (stage) => {
+    const template = apiOf(stage)
+    const [, sync] = functionByService(template, KEY_SYNC_OPERATION)
+    const syncRoleId = (propsOf(sync).Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]
+    const rolesWithApiGateway = resourcesOf(template, 'AWS::IAM::Policy')
+      .filter(([, policy]) =>
+        JSON.stringify(propsOf(policy).PolicyDocument).includes('apigateway:'),
+      )
+      .flatMap(([, policy]) => (propsOf(policy).Roles as { Ref: string }[]).map((ref) => ref.Ref))
+    expect(rolesWithApiGateway).toEqual([syncRoleId])
+    // Nor through a managed or inline policy of a role.
+    for (const [id, role] of resourcesOf(template, 'AWS::IAM::Role')) {
+      if (id === syncRoleId) continue
+      expect(JSON.stringify(propsOf(role).Policies ?? []), id).not.toContain('apigateway:')
+    }
   })
 })
 
@@ -272,6 +362,9 @@ describe('bundles', () => {
           AWS_REGION: 'eu-west-1',
           TABLE_NAME: 'pets',
           RATE_LIMIT_TABLE_NAME: 'rate-limits',
+          KEY_MIRROR_TABLE_NAME: 'key-mirror',
+          REST_API_ID: 'abc123',
+          API_STAGE: 'production',
           POWERTOOLS_LOG_LEVEL: 'SILENT',
         },
       },

@@ -4,11 +4,15 @@ import { ROUTES } from '#shared/config/routes-config.ts'
 import {
   AUTHORIZER_METRICS,
   AUTHORIZER_OPERATION,
+  KEY_SYNC_METRICS,
+  KEY_SYNC_OPERATION,
   METRICS_SERVICE,
   OPERATION_DIMENSION,
 } from '#shared/observability/metrics.ts'
+import { STORE_FAILURE_METRIC } from '#shared/rate-limit/rate-limit-middleware.ts'
 import {
   type CfnResource,
+  functionByService,
   propsOf,
   resourcesOf,
   type SynthesizedApp,
@@ -30,6 +34,11 @@ interface AlarmProps {
   Dimensions?: { Name: string; Value: unknown }[]
   Metrics?: { Id: string; Expression?: string; MetricStat?: MetricStat }[]
   Threshold: number
+  Period?: number
+  ComparisonOperator: string
+  EvaluationPeriods: number
+  DatapointsToAlarm?: number
+  TreatMissingData?: string
   AlarmActions: unknown[]
   OKActions: unknown[]
 }
@@ -94,24 +103,69 @@ describe('alarms', () => {
     const alarm = findAlarm(production, 'AWS/Lambda/Throttles')
     expect(metricNamesOf(alarm)).toHaveLength(ROUTES.length + 1)
     expect(alarm.Threshold).toBe(1)
+    // Not the key sync: with a reserved concurrency of 1, an event during a run is throttled.
+    const [syncId] = functionByService(production, KEY_SYNC_OPERATION)
+    expect(JSON.stringify(alarm.Metrics)).not.toContain(syncId)
   })
 
-  it('watches DynamoDB throttles on both tables', () => {
+  it('watches the key sync: its Lambda errors in 3 consecutive minutes', () => {
+    const alarm = findAlarm(production, 'AWS/Lambda/Errors')
+    const [syncId] = functionByService(production, KEY_SYNC_OPERATION)
+    expect(alarm).toMatchObject({
+      Statistic: 'Sum',
+      Period: 60,
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 3,
+      TreatMissingData: 'notBreaching',
+    })
+    expect(alarm.Dimensions).toEqual([{ Name: 'FunctionName', Value: { Ref: syncId } }])
+  })
+
+  it('watches usage plans refused for a missing or bad tag', () => {
+    const alarm = findAlarm(production, `Petstore/production/${KEY_SYNC_METRICS.invalidPlans}`)
+    expect(alarm).toMatchObject({
+      Statistic: 'Sum',
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+    })
+    expect(alarm.Dimensions).toEqual(
+      expect.arrayContaining([
+        { Name: 'service', Value: METRICS_SERVICE },
+        { Name: OPERATION_DIMENSION, Value: KEY_SYNC_OPERATION },
+      ]),
+    )
+  })
+
+  it('watches rate limiter store failures of every operation', () => {
+    const alarm = findAlarm(production, `Petstore/production/${STORE_FAILURE_METRIC}`)
+    const operations = (alarm.Metrics ?? []).flatMap((metric) =>
+      (metric.MetricStat?.Metric.Dimensions ?? [])
+        .filter(({ Name }) => Name === OPERATION_DIMENSION)
+        .map(({ Value }) => Value),
+    )
+    expect(operations.sort()).toEqual(ROUTES.map((route) => route.operationId).sort())
+    expect(alarm).toMatchObject({ Threshold: 1, EvaluationPeriods: 5, DatapointsToAlarm: 3 })
+  })
+
+  it('watches DynamoDB throttles on every table', () => {
     const tableAlarms = alarmsOf(production).filter((alarm) =>
       metricNamesOf(alarm).includes('AWS/DynamoDB/ThrottledRequests'),
     )
     const tables = tableAlarms.map((alarm) =>
       JSON.stringify(alarm.Metrics?.[1]?.MetricStat?.Metric.Dimensions),
     )
-    expect(tables).toHaveLength(2)
+    expect(tables).toHaveLength(3)
     expect(tables.some((text) => text.includes('PetTable'))).toBe(true)
     expect(tables.some((text) => text.includes('RateLimitTable'))).toBe(true)
+    expect(tables.some((text) => text.includes('KeyMirrorTable'))).toBe(true)
   })
 
   it('notifies the stage topic on alarm and on recovery', () => {
     const [[topicId]] = resourcesOf(production, 'AWS::SNS::Topic') as [[string, CfnResource]]
     const alarms = alarmsOf(production)
-    expect(alarms).toHaveLength(5)
+    expect(alarms).toHaveLength(9)
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([{ Ref: topicId }])
       expect(alarm.OKActions).toEqual([{ Ref: topicId }])
@@ -147,6 +201,8 @@ describe('dashboard', () => {
       'Lambda errors',
       'Authorizer outcomes',
       'Throttles',
+      'Key sync',
+      'Rate limiter store failures',
       'Alarms',
     ]) {
       expect(body).toContain(title)
@@ -159,7 +215,8 @@ describe('tracing', () => {
     const [[, stage]] = resourcesOf(production, 'AWS::ApiGateway::Stage') as [[string, CfnResource]]
     expect(propsOf(stage).TracingEnabled).toBe(true)
     const functions = resourcesOf(production, 'AWS::Lambda::Function')
-    expect(functions).toHaveLength(ROUTES.length + 1)
+    // The operations, the authorizer and the key sync.
+    expect(functions).toHaveLength(ROUTES.length + 2)
     for (const [, fn] of functions) {
       expect(propsOf(fn).TracingConfig).toEqual({ Mode: 'Active' })
     }

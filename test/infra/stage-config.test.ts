@@ -1,6 +1,7 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs'
 import { describe, expect, it } from 'vitest'
 import { type ContextReader, readStageConfig, selectedStages } from '#infra/config/stage-config.ts'
+import { stageThrottleFloor, usagePlanSpecs } from '#infra/config/usage-plans-config.ts'
 import { DEFAULT_ENTERPRISE_LIMITS } from '#shared/config/plans-config.ts'
 
 const contextOf =
@@ -43,6 +44,62 @@ describe('per-stage settings', () => {
     expect(staging.alarmEmail).toBeUndefined()
     expect(staging.customDomain).toBeUndefined()
     expect(staging.account).toBeUndefined()
+  })
+
+  it("throttles every stage at the largest plan backstop by default, never below a plan's", () => {
+    for (const stage of ['staging', 'production'] as const) {
+      const config = readStageConfig(contextOf({}), stage)
+      // Enterprise's backstop: 5000 / 30 = 166.67 requests per second rounded up; 2 x 5000.
+      expect(config).toMatchObject({ throttleRateLimit: 167, throttleBurstLimit: 10_000 })
+      for (const spec of usagePlanSpecs(stage, config.enterpriseLimits)) {
+        expect(config.throttleRateLimit, spec.plan).toBeGreaterThanOrEqual(spec.throttle.rateLimit)
+        expect(config.throttleBurstLimit, spec.plan).toBeGreaterThanOrEqual(
+          spec.throttle.burstLimit,
+        )
+      }
+    }
+  })
+
+  it('follows the Enterprise limits, or Business when Enterprise is smaller', () => {
+    expect(
+      readStageConfig(contextOf({ 'production.enterpriseLimits': '12000/3000000' }), 'production'),
+    ).toMatchObject({ throttleRateLimit: 400, throttleBurstLimit: 24_000 })
+    // Business: 1000 / 30 = 33.33 rounded up; 2 x 1000.
+    expect(stageThrottleFloor({ perMinute: 100, perDay: 2_000 })).toMatchObject({
+      ratePlan: 'business',
+      burstPlan: 'business',
+      burstLimit: 2_000,
+    })
+    expect(
+      readStageConfig(contextOf({ 'staging.enterpriseLimits': '100/2000' }), 'staging'),
+    ).toMatchObject({ throttleRateLimit: 34, throttleBurstLimit: 2_000 })
+  })
+
+  it('takes a stage throttle at or above the floor and refuses one below it', () => {
+    expect(
+      readStageConfig(
+        contextOf({ 'staging.throttleRateLimit': '167', 'staging.throttleBurstLimit': 20_000 }),
+        'staging',
+      ),
+    ).toMatchObject({ throttleRateLimit: 167, throttleBurstLimit: 20_000 })
+    expect(() =>
+      readStageConfig(contextOf({ 'staging.throttleRateLimit': '166' }), 'staging'),
+    ).toThrow(
+      'Invalid context staging.throttleRateLimit="166": expected an integer of at least 167 (the enterprise usage plan\'s backstop is 166.67; a lower stage throttle would refuse requests that plan allows)',
+    )
+    expect(() =>
+      readStageConfig(contextOf({ 'production.throttleBurstLimit': 5_000 }), 'production'),
+    ).toThrow(/production\.throttleBurstLimit=5000: expected an integer of at least 10000/)
+    // The floor moves with the Enterprise limits of the same stage.
+    expect(() =>
+      readStageConfig(
+        contextOf({
+          'production.enterpriseLimits': '12000/3000000',
+          'production.throttleRateLimit': '300',
+        }),
+        'production',
+      ),
+    ).toThrow(/throttleRateLimit="300": expected an integer of at least 400/)
   })
 
   it('reads the cdk.json object and lets -c <stage>.<setting> override it', () => {

@@ -1,0 +1,102 @@
+import { Aws, Duration, Validations } from 'aws-cdk-lib'
+import type { RestApi } from 'aws-cdk-lib/aws-apigateway'
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events'
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets'
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam'
+import type { Construct } from 'constructs'
+import { KEY_SYNC_ENTRY } from '#functions/function-entries.ts'
+import type { StageConfig } from '#infra/config/stage-config.ts'
+import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
+import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-construct.ts'
+
+/**
+ * The only API Gateway management reads of the stage, all by the key sync: GetUsagePlans
+ * (GET /usageplans, tags included), GetUsagePlanKeys (GET /usageplans/{id}/keys) and GetApiKeys
+ * (GET /apikeys). Plan ids are not known before deployment, hence the one wildcard.
+ */
+const KEY_SYNC_READ_PATHS = ['/usageplans', '/usageplans/*/keys', '/apikeys'] as const
+
+/**
+ * API Gateway management calls that can change which keys are valid or their plans. They reach
+ * EventBridge as "AWS API Call via CloudTrail" events only if the account has a CloudTrail trail
+ * logging management events ("Monitor API Gateway events in EventBridge", "Events from AWS
+ * services", AWS docs); without one the schedule alone bounds the delay.
+ */
+const KEY_CHANGE_EVENT_NAMES = [
+  'CreateApiKey',
+  'UpdateApiKey',
+  'DeleteApiKey',
+  'ImportApiKeys',
+  'CreateUsagePlan',
+  'UpdateUsagePlan',
+  'DeleteUsagePlan',
+  'CreateUsagePlanKey',
+  'DeleteUsagePlanKey',
+  'TagResource',
+  'UntagResource',
+]
+
+/** A minute: the shortest rate an EventBridge schedule allows ("Schedule expressions", AWS docs). */
+const SYNC_INTERVAL = Duration.minutes(1)
+
+/**
+ * The key-sync function (id `KeySync`, in `scope` itself: see PetstoreApi) that rebuilds the
+ * stage's key mirror from API Gateway, every minute and on key and plan changes (ids
+ * `KeySyncSchedule` and `KeySyncOnKeyChange`). It alone may read the management API.
+ */
+export const addKeySync = (
+  scope: Construct,
+  config: StageConfig,
+  api: RestApi,
+  keyMirrorTable: ITable,
+): PetstoreFunction => {
+  const { stage } = config
+  const fn = new PetstoreFunction(scope, 'KeySync', {
+    ...stageFunctionDefaults(config),
+    entry: KEY_SYNC_ENTRY,
+    serviceName: KEY_SYNC_OPERATION,
+    description: `Petstore ${stage}: key mirror sync from API Gateway`,
+    logGroupName: `/petstore/${stage}/key-sync`,
+    // As long as the schedule's interval: a hung run ends before a second scheduled one queues.
+    timeout: Duration.seconds(60),
+    // One rebuild at a time: overlapping runs could delete each other's writes.
+    reservedConcurrentExecutions: 1,
+    environment: { REST_API_ID: api.restApiId, API_STAGE: api.deploymentStage.stageName },
+  }).bindTable(keyMirrorTable, 'REBUILD', { envVar: 'KEY_MIRROR_TABLE_NAME' })
+  // The next scheduled run is the retry: a failed run is not repeated, and an event that waited
+  // (the one instance was busy) longer than a minute is dropped, the schedule having covered it.
+  // 60 s is the shortest maximum event age Lambda allows.
+  fn.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: SYNC_INTERVAL })
+
+  fn.role.addToPrincipalPolicy(
+    new PolicyStatement({
+      actions: ['apigateway:GET'],
+      resources: KEY_SYNC_READ_PATHS.map(
+        (path) => `arn:${Aws.PARTITION}:apigateway:${Aws.REGION}::${path}`,
+      ),
+    }),
+  )
+  Validations.of(fn).acknowledge({
+    id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:apigateway:<AWS::Region>::/usageplans/*/keys]`,
+    reason:
+      'GetUsagePlanKeys is read for every usage plan of the stage, including plans created in the console after deployment, so plan ids cannot be listed in advance. Only apigateway:GET is allowed.',
+  })
+
+  const target = new LambdaFunction(fn.function)
+  new Rule(scope, 'KeySyncSchedule', {
+    description: `Petstore ${stage}: rebuild the key mirror every minute`,
+    schedule: Schedule.rate(SYNC_INTERVAL),
+    targets: [target],
+  })
+  new Rule(scope, 'KeySyncOnKeyChange', {
+    description: `Petstore ${stage}: rebuild the key mirror when API keys or usage plans change`,
+    eventPattern: {
+      source: ['aws.apigateway'],
+      detailType: ['AWS API Call via CloudTrail'],
+      detail: { eventSource: ['apigateway.amazonaws.com'], eventName: KEY_CHANGE_EVENT_NAMES },
+    },
+    targets: [target],
+  })
+  return fn
+}

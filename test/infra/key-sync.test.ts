@@ -1,0 +1,71 @@
+import type { Template } from 'aws-cdk-lib/assertions'
+import { describe, expect, it } from 'vitest'
+import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
+import { appStage, functionByService, propsOf, resourcesOf } from './support/synth-app.ts'
+
+const STAGES = ['staging', 'production'] as const
+
+/** The API Gateway management calls that can change a key's validity or plan. */
+const KEY_CHANGE_EVENTS = [
+  'CreateApiKey',
+  'UpdateApiKey',
+  'DeleteApiKey',
+  'ImportApiKeys',
+  'CreateUsagePlan',
+  'UpdateUsagePlan',
+  'DeleteUsagePlan',
+  'CreateUsagePlanKey',
+  'DeleteUsagePlanKey',
+  'TagResource',
+  'UntagResource',
+]
+
+const rulesOf = (template: Template) =>
+  resourcesOf(template, 'AWS::Events::Rule').map(([id, rule]) => ({ id, props: propsOf(rule) }))
+
+describe.each(STAGES)('%s key sync triggers', (stage) => {
+  const template = appStage(stage).api
+  const [syncId] = functionByService(template, KEY_SYNC_OPERATION)
+  const syncTarget = [{ Arn: { 'Fn::GetAtt': [syncId, 'Arn'] }, Id: 'Target0' }]
+
+  it('has exactly two rules, both invoking only the sync function', () => {
+    const rules = rulesOf(template)
+    expect(rules).toHaveLength(2)
+    for (const { props } of rules) {
+      expect(props.State).toBe('ENABLED')
+      expect(props.Targets).toEqual(syncTarget)
+    }
+  })
+
+  it('rebuilds the mirror every minute, the shortest EventBridge rate', () => {
+    const schedules = rulesOf(template).filter(({ props }) => props.ScheduleExpression)
+    expect(schedules.map(({ props }) => props.ScheduleExpression)).toEqual(['rate(1 minute)'])
+  })
+
+  it('rebuilds it on API Gateway key and plan changes delivered by CloudTrail', () => {
+    const patterns = rulesOf(template).filter(({ props }) => props.EventPattern)
+    expect(patterns.map(({ props }) => props.EventPattern)).toEqual([
+      {
+        source: ['aws.apigateway'],
+        'detail-type': ['AWS API Call via CloudTrail'],
+        detail: { eventSource: ['apigateway.amazonaws.com'], eventName: KEY_CHANGE_EVENTS },
+      },
+    ])
+  })
+
+  it('lets EventBridge invoke the sync function from these two rules only', () => {
+    const fromEvents = resourcesOf(template, 'AWS::Lambda::Permission')
+      .map(([, permission]) => propsOf(permission))
+      .filter((props) => props.Principal === 'events.amazonaws.com')
+    expect(fromEvents).toHaveLength(2)
+    expect(fromEvents.map((props) => props.SourceArn)).toEqual(
+      expect.arrayContaining(rulesOf(template).map(({ id }) => ({ 'Fn::GetAtt': [id, 'Arn'] }))),
+    )
+    for (const props of fromEvents) {
+      expect(props).toMatchObject({
+        Action: 'lambda:InvokeFunction',
+        FunctionName: { 'Fn::GetAtt': [syncId, 'Arn'] },
+      })
+    }
+  })
+})
