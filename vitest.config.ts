@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { defineConfig } from 'vitest/config'
 
 /**
@@ -11,6 +12,10 @@ export default defineConfig({
   test: {
     environment: 'node',
     env,
+    // Vitest leaves one core free by default: a single worker on these 2-core machines. Much of
+    // the suite waits on I/O (HTTP, child processes, dynalite), so one worker per core is faster
+    // (measured: 35 s to 26 s for every project).
+    maxWorkers: Math.max(2, availableParallelism()),
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       {

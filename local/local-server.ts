@@ -113,10 +113,13 @@ export const startLocal = async (config: LocalConfig): Promise<LocalServer> => {
 
   const stop = async () => {
     // Stop accepting, let in-flight requests finish, then close the datastore (flushes LevelDB).
+    // A keep-alive connection whose last response ends after close() would otherwise stay open
+    // until keepAliveTimeout (5 s): close connections as soon as they fall idle.
+    const sweep = setInterval(() => server.closeIdleConnections(), 20)
     await new Promise<void>((resolveClose) => {
       server.close(() => resolveClose())
       server.closeIdleConnections()
-    })
+    }).finally(() => clearInterval(sweep))
     await embedded?.close()
   }
   return { baseUrl, keys, endpoint, embedded: embedded !== undefined, stop }

@@ -2,13 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ERROR_STATUS } from '#shared/errors/error-codes.ts'
 import {
   apiClient,
-  type LocalServer,
+  type InProcessServer,
   nextLink,
-  startLocalServer,
+  startInProcessServer,
 } from '#test/support/local-server.ts'
 
 /**
- * The interface over real HTTP against `npm start` (child process, random port, in-memory data).
+ * The interface over real HTTP against the local server (`startLocal`, which `npm start` runs, in
+ * this process: random port, in-memory data).
  * The Enterprise key keeps these functional checks clear of the Free plan's rate limits.
  */
 const KEY = 'e2e-enterprise-0123456789abcdef'
@@ -28,11 +29,11 @@ interface ErrorBody {
   requestId?: string
 }
 
-let server: LocalServer
+let server: InProcessServer
 let api: ReturnType<typeof apiClient>
 
 beforeAll(async () => {
-  server = await startLocalServer({ PETSTORE_API_KEYS: `enterprise:${KEY},free:${FREE_KEY}` })
+  server = await startInProcessServer({ PETSTORE_API_KEYS: `enterprise:${KEY},free:${FREE_KEY}` })
   api = apiClient(server.baseUrl, KEY)
 })
 afterAll(async () => {

@@ -1,26 +1,36 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
-import { apiClient, type LocalServer, startLocalServer } from '#test/support/local-server.ts'
+import {
+  apiClient,
+  type InProcessServer,
+  startInProcessServer,
+} from '#test/support/local-server.ts'
 
 /**
- * Plan limits over HTTP on `npm start`, with the real clock: the Free key's minute window is
- * driven to its limit, then into a suspension; a Pro key in the same minute is unaffected.
+ * Plan limits over HTTP on the local server (in this process): the Free key's minute window is
+ * driven to its limit, then into a suspension; a Pro key in the same minute is unaffected. Only
+ * `Date` is faked, so the gateway, the functions' limiter and this test share one clock that starts
+ * 5 s into a UTC minute (the burst never straddles a window), while sockets and timers stay real.
  */
+const START = Date.UTC(2026, 10, 22, 12, 0, 5)
 const FREE_KEY = 'rl-free-0123456789abcdef01234'
 const PRO_KEY = 'rl-pro-0123456789abcdef012345'
 const FREE = PLAN_LIMITS.free
 
-let server: LocalServer
+let server: InProcessServer
 let free: ReturnType<typeof apiClient>
 let pro: ReturnType<typeof apiClient>
 
 beforeAll(async () => {
-  server = await startLocalServer({ PETSTORE_API_KEYS: `free:${FREE_KEY},pro:${PRO_KEY}` })
+  vi.useFakeTimers({ toFake: ['Date'] })
+  vi.setSystemTime(START)
+  server = await startInProcessServer({ PETSTORE_API_KEYS: `free:${FREE_KEY},pro:${PRO_KEY}` })
   free = apiClient(server.baseUrl, FREE_KEY)
   pro = apiClient(server.baseUrl, PRO_KEY)
 })
 afterAll(async () => {
   await server?.stop()
+  vi.useRealTimers()
 })
 
 const rateLimitHeaders = (headers: Headers) => ({
@@ -59,11 +69,9 @@ describe('rate limits on the local server', () => {
   })
 
   it('gives a Free key exactly 60 requests a minute, then 429 rate_limited, then a suspension; Pro is unaffected', async () => {
-    // Start in a fresh minute window if the current one is nearly over, so all requests share one.
+    // A fresh UTC minute for the Free key: every request below shares it.
+    vi.setSystemTime(START + 60_000)
     const probe = await free.get('/pets?limit=1')
-    const secondsLeft = Number(probe.headers.get('x-ratelimit-reset')) - Date.now() / 1000
-    if (secondsLeft < 20)
-      await new Promise((resolve) => setTimeout(resolve, (secondsLeft + 0.5) * 1000))
 
     const statuses: number[] = []
     let last = probe
@@ -72,8 +80,8 @@ describe('rate limits on the local server', () => {
       statuses.push(last.status)
       if (last.status !== 200 || statuses.length > FREE.perMinute + 5) break
     }
-    const before = secondsLeft < 20 ? 0 : 1 // the probe counted in this window unless we waited
-    expect(statuses.filter((status) => status === 200).length).toBe(FREE.perMinute - before)
+    // The probe counted in this window too.
+    expect(statuses.filter((status) => status === 200).length).toBe(FREE.perMinute - 1)
     expect(last.status).toBe(429)
     expect(last.json).toMatchObject({ code: 'rate_limited', status: 429 })
     expect(last.headers.get('x-ratelimit-remaining')).toBe('0')

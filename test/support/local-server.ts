@@ -4,6 +4,62 @@ import { fileURLToPath } from 'node:url'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 
+/** The environment of a local server in tests: a free port on loopback, data in memory. */
+const TEST_ENV = { PORT: '0', HOST: '127.0.0.1', PETSTORE_DATA_DIR: ':memory:' }
+
+export interface SpawnedScript {
+  process: ChildProcess
+  /** stdout and stderr so far, interleaved as they arrived. */
+  output(): string
+  /** stdout alone (what a script prints for other programs to read). */
+  stdout(): string
+  exited: Promise<number | null>
+}
+
+/**
+ * The one way tests start a project script as a child process (`node --import tsx <script>`, as
+ * the npm scripts do), for what only a process shows: the CLI's output, exit codes and signals.
+ */
+export const spawnScript = (
+  script: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): SpawnedScript => {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  let stdout = ''
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString()
+    stdout += chunk.toString()
+  })
+  child.stderr.on('data', (chunk: Buffer) => {
+    output += chunk.toString()
+  })
+  const exited = new Promise<number | null>((resolveExit) =>
+    child.once('exit', (code) => resolveExit(code)),
+  )
+  return { process: child, output: () => output, stdout: () => stdout, exited }
+}
+
+/** The local server in this test process: the same `startLocal` that `npm start` runs. */
+export interface InProcessServer {
+  baseUrl: string
+  stop(): Promise<void>
+}
+
+export const startInProcessServer = async (
+  env: Record<string, string> = {},
+): Promise<InProcessServer> => {
+  const { readLocalConfig } = await import('#local/local-config.ts')
+  const { startLocal } = await import('#local/local-server.ts')
+  const local = await startLocal(readLocalConfig({ ...TEST_ENV, ...env }))
+  return { baseUrl: local.baseUrl, stop: () => local.stop() }
+}
+
 export interface LocalServer {
   baseUrl: string
   process: ChildProcess
@@ -14,69 +70,55 @@ export interface LocalServer {
 
 /** Runs the local API exactly as `npm start` does, as a child process on a random port. */
 export const startLocalServer = (env: Record<string, string> = {}): Promise<LocalServer> => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'local/start-local.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', PETSTORE_DATA_DIR: ':memory:', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let output = ''
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString()
-  })
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString()
-  })
-  const exited = new Promise<number | null>((resolveExit) =>
-    child.once('exit', (code) => resolveExit(code)),
-  )
+  const started = spawnScript('local/start-local.ts', [], { ...TEST_ENV, ...env })
+  const child = started.process
   return new Promise((resolveStart, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL')
-      reject(new Error(`local server did not start in time:\n${output}`))
+      reject(new Error(`local server did not start in time:\n${started.output()}`))
     }, 45_000)
     const onData = () => {
-      const match = /listening at (\S+)/.exec(output)
+      const match = /listening at (\S+)/.exec(started.output())
       if (!match?.[1]) return
       clearTimeout(timer)
       child.stdout?.off('data', onData)
       resolveStart({
         baseUrl: match[1],
         process: child,
-        output: () => output,
+        output: started.output,
         stop: (signal = 'SIGTERM') => {
           if (child.exitCode === null) child.kill(signal)
-          return exited
+          return started.exited
         },
       })
     }
     child.stdout?.on('data', onData)
-    exited.then((code) => {
+    started.exited.then((code) => {
       clearTimeout(timer)
-      reject(new Error(`local server exited with ${code} before listening:\n${output}`))
+      reject(new Error(`local server exited with ${code} before listening:\n${started.output()}`))
     })
   })
 }
 
+/** Runs a script to completion (start-up failures, the keys CLI); killed after 45 s. */
+export const runScriptToExit = async (
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string; stdout: string }> => {
+  const run = spawnScript(script, args, env)
+  const timer = setTimeout(() => run.process.kill('SIGKILL'), 45_000)
+  const code = await run.exited
+  clearTimeout(timer)
+  return { code, output: run.output(), stdout: run.stdout() }
+}
+
 /** Runs the start command to completion (for start-up failures). */
 export const runLocalServerToExit = (env: Record<string, string>) =>
-  new Promise<{ code: number | null; output: string }>((resolveRun) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'local/start-local.ts'], {
-      cwd: ROOT,
-      env: { ...process.env, HOST: '127.0.0.1', PETSTORE_DATA_DIR: ':memory:', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let output = ''
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString()
-    })
-    child.stderr.on('data', (chunk: Buffer) => {
-      output += chunk.toString()
-    })
-    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000)
-    child.once('exit', (code) => {
-      clearTimeout(timer)
-      resolveRun({ code, output })
-    })
+  runScriptToExit('local/start-local.ts', [], {
+    HOST: '127.0.0.1',
+    PETSTORE_DATA_DIR: ':memory:',
+    ...env,
   })
 
 export interface ApiResponse<T = unknown> {
