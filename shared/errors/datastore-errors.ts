@@ -28,3 +28,23 @@ export const isDatastoreUnavailable = (error: unknown): boolean => {
     SERVER_FAULT_NAMES.has(sdkError.name)
   )
 }
+
+/**
+ * Failures that no retry cures because the deployment itself is wrong: a missing table, a role
+ * without the permission, credentials DynamoDB refuses, a request the table's schema rejects.
+ * Matched by the exception names DynamoDB and STS return.
+ */
+const CONFIGURATION_ERROR_NAMES = new Set([
+  'ResourceNotFoundException',
+  'AccessDeniedException',
+  'UnrecognizedClientException',
+  'InvalidSignatureException',
+  'MissingAuthenticationTokenException',
+  'ExpiredTokenException',
+  'ValidationException',
+])
+
+export const isDatastoreConfigurationError = (error: unknown): boolean =>
+  typeof error === 'object' &&
+  error !== null &&
+  CONFIGURATION_ERROR_NAMES.has((error as { name?: string }).name ?? '')
