@@ -26,7 +26,10 @@ import {
   METRICS_SERVICE,
   OPERATION_DIMENSION,
 } from '#shared/observability/metrics.ts'
-import { STORE_FAILURE_METRIC } from '#shared/rate-limit/rate-limit-middleware.ts'
+import {
+  CONFIG_FAILURE_METRIC,
+  STORE_FAILURE_METRIC,
+} from '#shared/rate-limit/rate-limit-middleware.ts'
 import { TABLE_ACTIONS } from './petstore-function-construct.ts'
 
 export interface MonitoredFunction {
@@ -151,6 +154,14 @@ export class PetstoreMonitoring extends Construct {
       ),
       ONE_MINUTE,
     )
+    const configFailures = sumOf(
+      'Rate limiter configuration failures',
+      'configfailures',
+      props.rateLimitedOperations.map((operation) =>
+        operationMetric(operation, CONFIG_FAILURE_METRIC, ONE_MINUTE),
+      ),
+      ONE_MINUTE,
+    )
 
     this.alarms = [
       new Alarm(this, 'ServerErrorRateAlarm', {
@@ -194,6 +205,14 @@ export class PetstoreMonitoring extends Construct {
         comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         evaluationPeriods: 5,
         datapointsToAlarm: 3,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+      new Alarm(this, 'RateLimiterConfigFailuresAlarm', {
+        alarmDescription: `Petstore ${stage}: the rate limiter's table is missing or not accessible (a deployment fault); keyed requests are answered 503 until it is fixed.`,
+        metric: configFailures,
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       }),
       new Alarm(this, 'LambdaThrottlesAlarm', {
@@ -292,7 +311,7 @@ export class PetstoreMonitoring extends Construct {
       new GraphWidget({
         title: 'Rate limiter store failures',
         width: 12,
-        left: [storeFailures],
+        left: [storeFailures, configFailures],
       }),
     )
     this.dashboard.addWidgets(

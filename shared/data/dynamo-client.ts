@@ -10,16 +10,23 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb'
  * pet functions' 10 s. `requestTimeout` bounds a whole request and its response; DynamoDB answers
  * item calls and 1 MB pages in milliseconds, so 1.5 s only cuts off calls that have stalled.
  */
-export const DYNAMO_CLIENT_LIMITS = {
+export interface DynamoClientLimits {
+  connectionTimeoutMs: number
+  requestTimeoutMs: number
+  maxAttempts: number
+  maxBackoffMs: number
+}
+
+export const DYNAMO_CLIENT_LIMITS: DynamoClientLimits = {
   connectionTimeoutMs: 500,
   requestTimeoutMs: 1_500,
   maxAttempts: 2,
   /** The SDK's standard retry strategy: at most base delay x 2^(attempts - 1). */
   maxBackoffMs: 200,
-} as const
+}
 
 /** The longest one DynamoDB call can take with DYNAMO_CLIENT_LIMITS (the arithmetic above). */
-export const worstCaseCallMs = (limits: typeof DYNAMO_CLIENT_LIMITS = DYNAMO_CLIENT_LIMITS) =>
+export const worstCaseCallMs = (limits: DynamoClientLimits = DYNAMO_CLIENT_LIMITS) =>
   limits.maxAttempts * (limits.connectionTimeoutMs + limits.requestTimeoutMs) + limits.maxBackoffMs
 
 /**
@@ -37,7 +44,7 @@ export const createDocumentClient = (
 
 export const dynamoConfigFromEnv = (
   env: NodeJS.ProcessEnv = process.env,
-  limits: typeof DYNAMO_CLIENT_LIMITS = DYNAMO_CLIENT_LIMITS,
+  limits: DynamoClientLimits = DYNAMO_CLIENT_LIMITS,
 ): DynamoDBClientConfig => {
   const endpoint = env.DYNAMODB_ENDPOINT
   return {

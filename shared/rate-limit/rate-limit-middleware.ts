@@ -1,6 +1,7 @@
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics'
 import { type KeyContext, readKeyContext } from '#shared/auth/key-context.ts'
 import type { RouteDefinition } from '#shared/config/routes-config.ts'
+import { isDatastoreConfigurationError } from '#shared/errors/datastore-errors.ts'
 import type { ErrorCode } from '#shared/errors/error-codes.ts'
 import { HttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
 import { errorResponse } from '#shared/http/http-response.ts'
@@ -33,14 +34,48 @@ const REJECTION_METRICS: Record<Exclude<RateLimitOutcome, 'admitted'>, string> =
   key_suspended: 'KeySuspended',
 }
 
+/** Transient store failures: the request was admitted (failure policy). Alarmed. */
 export const STORE_FAILURE_METRIC = 'RateLimiterStoreFailures'
+/** Configuration failures (missing table, access denied): the request got 503. Alarmed. */
+export const CONFIG_FAILURE_METRIC = 'RateLimiterConfigFailures'
+
+/** Keys remembered per instance (last known windows, known refusals); the oldest go first. */
+const MAX_REMEMBERED_KEYS = 10_000
+
+interface Decided extends RateLimitDecision {
+  /** The store is misconfigured: answer 503 rather than admit without limits. */
+  configFailure?: boolean
+}
 
 interface PendingDecision {
-  decision: Promise<RateLimitDecision>
+  decision: Promise<Decided>
   settled: boolean
 }
 
-const rejectionOf = (decision: RateLimitDecision): HttpError | undefined => {
+interface KnownWindows {
+  minute: RateLimitDecision['minute']
+  day: RateLimitDecision['day']
+}
+
+const remember = <Value>(map: Map<string, Value>, key: string, value: Value): void => {
+  map.delete(key)
+  map.set(key, value)
+  if (map.size > MAX_REMEMBERED_KEYS) map.delete(map.keys().next().value as string)
+}
+
+/** A window's remaining count never above what this instance last saw in the same window. */
+const boundedBy = (
+  window: RateLimitDecision['minute'],
+  known: RateLimitDecision['minute'] | undefined,
+) =>
+  known && known.resetAtMs === window.resetAtMs
+    ? { ...window, remaining: Math.min(window.remaining, known.remaining) }
+    : window
+
+const rejectionOf = (decision: Decided): HttpError | undefined => {
+  if (decision.configFailure) {
+    return new HttpError('service_unavailable', { headers: retryAfterHeaders(1) })
+  }
   if (decision.outcome === 'admitted') return undefined
   const code: ErrorCode = decision.outcome
   return new HttpError(code, { headers: retryAfterHeaders(decision.retryAfterSeconds ?? 1) })
@@ -63,15 +98,40 @@ export const rateLimitMiddleware = ({
   clock = systemClock,
 }: RateLimitMiddlewareOptions): ApiMiddleware<never> => {
   const pending = new WeakMap<object, PendingDecision>()
+  /** The windows of each key's last decision the store made: the headers' ceiling on failure. */
+  const lastKnown = new Map<string, KnownWindows>()
+  /** Until when each key is known to be refused (epoch ms): such a read waits for its decision. */
+  const refusedUntil = new Map<string, number>()
 
-  const decide = async (key: KeyContext): Promise<RateLimitDecision> => {
-    let decision: RateLimitDecision
+  const decide = async (key: KeyContext): Promise<Decided> => {
+    let decision: Decided
     try {
       decision = await limiter.consume(key.keyId, key.limits)
     } catch (error) {
       decision = admittedOnStoreFailure(key.limits, clock(), error)
     }
-    if (decision.storeError !== undefined) {
+    if (decision.storeError === undefined) {
+      remember(lastKnown, key.keyId, { minute: decision.minute, day: decision.day })
+    } else {
+      const known = lastKnown.get(key.keyId)
+      decision = {
+        ...decision,
+        minute: boundedBy(decision.minute, known?.minute),
+        day: boundedBy(decision.day, known?.day),
+      }
+      if (isDatastoreConfigurationError(decision.storeError)) {
+        // No retry cures a missing table or a missing permission, and admitting would leave the
+        // key unlimited until someone notices: refuse with 503 and alarm.
+        logger.error('Rate limiter store is misconfigured; answering 503', {
+          error: decision.storeError,
+          keyId: key.keyId,
+        })
+        metrics?.addMetric(CONFIG_FAILURE_METRIC, MetricUnit.Count, 1)
+        return { ...decision, configFailure: true }
+      }
+      // Throttling, timeouts, 5xx and anything else: admit (the usage plan still backs the
+      // limits), log and alarm. An unknown error is treated as transient so a bug in the
+      // limiter's own store never takes the whole API down.
       logger.warn('Rate limiter store failed; applying the failure policy', {
         error: decision.storeError,
         keyId: key.keyId,
@@ -81,6 +141,7 @@ export const rateLimitMiddleware = ({
     }
     if (decision.outcome !== 'admitted') {
       metrics?.addMetric(REJECTION_METRICS[decision.outcome], MetricUnit.Count, 1)
+      remember(refusedUntil, key.keyId, decision.nowMs + (decision.retryAfterSeconds ?? 1) * 1000)
     }
     return decision
   }
@@ -101,7 +162,11 @@ export const rateLimitMiddleware = ({
       const key = readKeyContext(request.event)
       if (!key) return
       pending.set(request, { decision: decide(key), settled: false })
-      if (access === 'write') {
+      // Writes wait for the decision so a refused create writes nothing; so does a read by a key
+      // this instance knows to be refused right now, so it costs no pet-table read. (Its
+      // refusal is still counted by the limiter: enough of them suspend the key.)
+      const knownRefused = (refusedUntil.get(key.keyId) ?? 0) > clock()
+      if (access === 'write' || knownRefused) {
         const rejection = await settle(request)
         if (rejection) throw rejection
       }

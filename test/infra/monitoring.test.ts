@@ -9,7 +9,10 @@ import {
   METRICS_SERVICE,
   OPERATION_DIMENSION,
 } from '#shared/observability/metrics.ts'
-import { STORE_FAILURE_METRIC } from '#shared/rate-limit/rate-limit-middleware.ts'
+import {
+  CONFIG_FAILURE_METRIC,
+  STORE_FAILURE_METRIC,
+} from '#shared/rate-limit/rate-limit-middleware.ts'
 import {
   type CfnResource,
   functionByService,
@@ -149,6 +152,17 @@ describe('alarms', () => {
     expect(alarm).toMatchObject({ Threshold: 1, EvaluationPeriods: 5, DatapointsToAlarm: 3 })
   })
 
+  it('alarms at once on rate limiter configuration failures (503s) of every operation', () => {
+    const alarm = findAlarm(production, `Petstore/production/${CONFIG_FAILURE_METRIC}`)
+    const operations = (alarm.Metrics ?? []).flatMap((metric) =>
+      (metric.MetricStat?.Metric.Dimensions ?? [])
+        .filter(({ Name }) => Name === OPERATION_DIMENSION)
+        .map(({ Value }) => Value),
+    )
+    expect(operations.sort()).toEqual(ROUTES.map((route) => route.operationId).sort())
+    expect(alarm).toMatchObject({ Threshold: 1, EvaluationPeriods: 1 })
+  })
+
   it('watches DynamoDB throttles on every table', () => {
     const tableAlarms = alarmsOf(production).filter((alarm) =>
       metricNamesOf(alarm).includes('AWS/DynamoDB/ThrottledRequests'),
@@ -165,7 +179,7 @@ describe('alarms', () => {
   it('notifies the stage topic on alarm and on recovery', () => {
     const [[topicId]] = resourcesOf(production, 'AWS::SNS::Topic') as [[string, CfnResource]]
     const alarms = alarmsOf(production)
-    expect(alarms).toHaveLength(9)
+    expect(alarms).toHaveLength(10)
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([{ Ref: topicId }])
       expect(alarm.OKActions).toEqual([{ Ref: topicId }])
