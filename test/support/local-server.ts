@@ -4,6 +4,13 @@ import { fileURLToPath } from 'node:url'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 
+/**
+ * This process's environment before any in-process server ran. startLocal writes the functions'
+ * environment (DYNAMODB_ENDPOINT among it) into process.env, and a child must not inherit it:
+ * a spawned `npm start` would use that server's DynamoDB instead of its own.
+ */
+const BASE_ENV = { ...process.env }
+
 /** The environment of a local server in tests: a free port on loopback, data in memory. */
 const TEST_ENV = { PORT: '0', HOST: '127.0.0.1', PETSTORE_DATA_DIR: ':memory:' }
 
@@ -13,6 +20,7 @@ export interface SpawnedScript {
   output(): string
   /** stdout alone (what a script prints for other programs to read). */
   stdout(): string
+  /** The exit code, once the process ended and its output was read. */
   exited: Promise<number | null>
 }
 
@@ -27,7 +35,7 @@ export const spawnScript = (
 ): SpawnedScript => {
   const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    env: { ...BASE_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
@@ -39,13 +47,18 @@ export const spawnScript = (
   child.stderr.on('data', (chunk: Buffer) => {
     output += chunk.toString()
   })
+  // 'close', not 'exit': the exit can come before the last output is read from the pipes.
   const exited = new Promise<number | null>((resolveExit) =>
-    child.once('exit', (code) => resolveExit(code)),
+    child.once('close', (code) => resolveExit(code)),
   )
   return { process: child, output: () => output, stdout: () => stdout, exited }
 }
 
-/** The local server in this test process: the same `startLocal` that `npm start` runs. */
+/**
+ * The local server in this test process: the same `startLocal` that `npm start` runs. The
+ * Lambda entry modules read their environment once per module graph (vitest gives each test file
+ * its own), so one per test file; stop() puts process.env back as it was.
+ */
 export interface InProcessServer {
   baseUrl: string
   stop(): Promise<void>
@@ -56,8 +69,18 @@ export const startInProcessServer = async (
 ): Promise<InProcessServer> => {
   const { readLocalConfig } = await import('#local/local-config.ts')
   const { startLocal } = await import('#local/local-server.ts')
-  const local = await startLocal(readLocalConfig({ ...TEST_ENV, ...env }))
-  return { baseUrl: local.baseUrl, stop: () => local.stop() }
+  const before = { ...process.env }
+  const restoreEnv = () => {
+    for (const name of Object.keys(process.env)) if (!(name in before)) delete process.env[name]
+    Object.assign(process.env, before)
+  }
+  try {
+    const local = await startLocal(readLocalConfig({ ...TEST_ENV, ...env }))
+    return { baseUrl: local.baseUrl, stop: () => local.stop().finally(restoreEnv) }
+  } catch (error) {
+    restoreEnv()
+    throw error
+  }
 }
 
 export interface LocalServer {
