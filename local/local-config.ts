@@ -18,6 +18,11 @@ export interface LocalConfig {
   /** An external DynamoDB endpoint instead of the embedded one. */
   dynamoEndpoint: string | undefined
   enterpriseLimits: PlanLimits
+  /**
+   * The local gateway's authorizer result cache, in seconds (API Gateway's resultsCacheTtl: the
+   * stages deploy 60 and 300). 0 by default so a key revoked with `npm run keys` stops at once.
+   */
+  authorizerCacheTtlSeconds: number
 }
 
 export class LocalConfigError extends Error {
@@ -69,6 +74,13 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
     }
   }
   const host = env.HOST?.trim() || '127.0.0.1'
+  const ttlText = env.PETSTORE_AUTHORIZER_CACHE_TTL?.trim() || '0'
+  // API Gateway accepts 0 to 3600 seconds (AWS docs, Authorizer authorizerResultTtlInSeconds).
+  if (!/^\d+$/.test(ttlText) || Number(ttlText) > 3600) {
+    throw new LocalConfigError(
+      `PETSTORE_AUTHORIZER_CACHE_TTL must be seconds from 0 to 3600, got "${ttlText}"`,
+    )
+  }
   return {
     port: parsePort(env.PORT?.trim() || '3000'),
     host,
@@ -76,5 +88,6 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
     apiKeys: parseApiKeys(env.PETSTORE_API_KEYS ?? ''),
     dynamoEndpoint: endpoint,
     enterpriseLimits,
+    authorizerCacheTtlSeconds: Number(ttlText),
   }
 }

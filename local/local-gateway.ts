@@ -7,10 +7,18 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from 'aws-lambda'
-import { BEARER_CHALLENGE, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
+import { GATEWAY_RESPONSES } from '#infra/config/gateway-responses-config.ts'
+import {
+  BEARER_CHALLENGE,
+  BEARER_TOKEN_VALIDATION_PATTERN,
+  UNAUTHORIZED,
+} from '#shared/auth/bearer-token.ts'
 import { API_VERSION_PATH, ROUTES, type Route } from '#shared/config/routes-config.ts'
 import { HttpError } from '#shared/errors/http-error.ts'
 import { errorResponse } from '#shared/http/http-response.ts'
+import { type Clock, systemClock } from '#shared/time/clock.ts'
+import { AuthorizerCache } from './authorizer-cache.ts'
+import { type BackstopFor, UsagePlanThrottle } from './usage-plan-throttle.ts'
 
 /**
  * A thin emulation of the deployed API Gateway REST API: route matching from the shared route
@@ -33,6 +41,22 @@ export interface LocalGatewayOptions {
   stage?: string
   /** Called for failures of the gateway itself (never with request secrets). */
   onError?: (message: string, error: unknown) => void
+  /** The gateway's time (token buckets, quotas, cache expiry). */
+  clock?: Clock
+  /** Authorizer result cache TTL in seconds, as the stage's authorizer has it; 0 = off. */
+  authorizerCacheTtlSeconds?: number
+  /** The usage-plan backstop of a key's limits (default: the one the CDK deploys). */
+  backstopFor?: BackstopFor
+}
+
+/** The authorizer's identityValidationExpression, checked before the authorizer is invoked. */
+const TOKEN_PATTERN = new RegExp(BEARER_TOKEN_VALIDATION_PATTERN)
+
+/** The deployed THROTTLED and QUOTA_EXCEEDED gateway responses (code and Retry-After). */
+const backstopRefusal = (type: 'THROTTLED' | 'QUOTA_EXCEEDED'): HttpError => {
+  const spec = GATEWAY_RESPONSES.find((response) => response.type === type)
+  if (!spec) throw new Error(`No gateway response for ${type}`)
+  return new HttpError(spec.code, { headers: { ...spec.headers } })
 }
 
 /** API Gateway's own payload limit; the functions enforce the API's 16 KiB limit. */
@@ -165,7 +189,12 @@ export const createLocalGateway = ({
   authorizer,
   stage = 'local',
   onError = () => undefined,
+  clock = systemClock,
+  authorizerCacheTtlSeconds = 0,
+  backstopFor,
 }: LocalGatewayOptions): RequestListener => {
+  const cache = new AuthorizerCache({ ttlSeconds: authorizerCacheTtlSeconds, clock })
+  const usagePlans = new UsagePlanThrottle({ clock, ...(backstopFor ? { backstopFor } : {}) })
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const requestId = randomUUID()
     const url = new URL(req.url ?? '/', 'http://local')
@@ -184,29 +213,45 @@ export const createLocalGateway = ({
 
     const { headers, multiValueHeaders } = headersOf(req)
     const authorization = req.headers.authorization
-    if (!authorization) return sendError(res, unauthorized(), requestId)
-
-    let authorized: APIGatewayAuthorizerResult
-    try {
-      authorized = await authorizer(
-        {
-          type: 'TOKEN',
-          authorizationToken: authorization,
-          methodArn: `arn:aws:execute-api:local:${ACCOUNT_ID}:${API_ID}/${stage}/${method}${resource}`,
-        },
-        lambdaContext('authorizer', randomUUID()),
-      )
-    } catch (error) {
-      if ((error as Error)?.message === UNAUTHORIZED) {
-        return sendError(res, unauthorized(), requestId)
-      }
-      onError('Authorizer failed', error)
-      return sendError(res, new HttpError('internal_error'), requestId)
+    // A missing or malformed header never reaches the authorizer (token validation pattern).
+    if (!authorization || !TOKEN_PATTERN.test(authorization)) {
+      return sendError(res, unauthorized(), requestId)
     }
-    const allowed = authorized.policyDocument.Statement.some(
-      (statement) => statement.Effect === 'Allow',
-    )
-    if (!allowed) return sendError(res, unauthorized(), requestId)
+
+    let authorized = cache.get(authorization)
+    if (authorized === undefined) {
+      try {
+        authorized = await authorizer(
+          {
+            type: 'TOKEN',
+            authorizationToken: authorization,
+            methodArn: `arn:aws:execute-api:local:${ACCOUNT_ID}:${API_ID}/${stage}/${method}${resource}`,
+          },
+          lambdaContext('authorizer', randomUUID()),
+        )
+      } catch (error) {
+        if ((error as Error)?.message !== UNAUTHORIZED) {
+          // A failed authorizer is not cached: API Gateway answers 500 and asks again next time.
+          onError('Authorizer failed', error)
+          return sendError(res, new HttpError('internal_error'), requestId)
+        }
+        authorized = 'denied'
+      }
+      cache.put(authorization, authorized)
+    }
+    if (
+      authorized === 'denied' ||
+      !authorized.policyDocument.Statement.some((statement) => statement.Effect === 'Allow')
+    ) {
+      return sendError(res, unauthorized(), requestId)
+    }
+
+    // The key's usage plan: API Gateway meters usageIdentifierKey against its plan's backstop.
+    const verdict = usagePlans.admit(authorized.principalId, {
+      perMinute: Number(authorized.context?.perMinute),
+      perDay: Number(authorized.context?.perDay),
+    })
+    if (verdict !== 'admitted') return sendError(res, backstopRefusal(verdict), requestId)
 
     let pathParameters: Record<string, string> | null = null
     if (parameterNames.length > 0) {

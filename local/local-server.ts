@@ -17,6 +17,7 @@ import type { LocalConfig } from './local-config.ts'
 import { LOCAL_TABLES, localFunctionEnvironment } from './local-environment.ts'
 import { createLocalGateway, type ProxyHandler } from './local-gateway.ts'
 import { bootstrapLocalKeys, type LocalKeys } from './local-key-bootstrap.ts'
+import type { BackstopFor } from './usage-plan-throttle.ts'
 
 /**
  * The whole API on one machine, as a library (`npm start` is its CLI): starts the embedded
@@ -63,7 +64,15 @@ const listen = (server: Server, config: LocalConfig) =>
     server.listen(config.port, config.host, () => resolveListen(server.address() as AddressInfo))
   })
 
-export const startLocal = async (config: LocalConfig): Promise<LocalServer> => {
+export interface StartLocalOptions {
+  /** Another usage-plan backstop than the deployed one (tests force the gateway's own 429s). */
+  backstopFor?: BackstopFor
+}
+
+export const startLocal = async (
+  config: LocalConfig,
+  options: StartLocalOptions = {},
+): Promise<LocalServer> => {
   if (functionsEndpoint !== undefined && config.dynamoEndpoint !== functionsEndpoint) {
     throw new Error(
       `the functions in this process already use DynamoDB at ${functionsEndpoint}; a second local server in one process must set dynamoEndpoint to it`,
@@ -98,6 +107,8 @@ export const startLocal = async (config: LocalConfig): Promise<LocalServer> => {
       handlers,
       authorizer: createAuthorizerHandler({ keyStore: keys.store, logger }),
       onError: (message, error) => logger.error(message, { error }),
+      authorizerCacheTtlSeconds: config.authorizerCacheTtlSeconds,
+      ...(options.backstopFor ? { backstopFor: options.backstopFor } : {}),
     }),
   )
   server.keepAliveTimeout = 5_000

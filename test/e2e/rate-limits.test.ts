@@ -69,13 +69,17 @@ describe('rate limits on the local server', () => {
   })
 
   it('gives a Free key exactly 60 requests a minute, then 429 rate_limited, then a suspension; Pro is unaffected', async () => {
-    // A fresh UTC minute for the Free key: every request below shares it.
+    // A fresh UTC minute for the Free key: every request below shares it. They come 400 ms
+    // apart (2.5 a second, all 122 inside the minute): a frozen clock would send them in one
+    // instant, which the gateway's usage-plan token bucket (2 x 60 deep) rightly refuses itself.
     vi.setSystemTime(START + 60_000)
+    const step = () => vi.setSystemTime(Date.now() + 400)
     const probe = await free.get('/pets?limit=1')
 
     const statuses: number[] = []
     let last = probe
     while (true) {
+      step()
       last = await free.get('/pets?limit=1')
       statuses.push(last.status)
       if (last.status !== 200 || statuses.length > FREE.perMinute + 5) break
@@ -96,6 +100,7 @@ describe('rate limits on the local server', () => {
     let rejected = 1
     let current = last
     while (current.status === 429 && (current.json as { code: string }).code === 'rate_limited') {
+      step()
       current = await free.get('/pets?limit=1')
       rejected += 1
       if (rejected > FREE.perMinute + 5) break

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { StartLocalOptions } from '#local/local-server.ts'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 
@@ -66,6 +67,7 @@ export interface InProcessServer {
 
 export const startInProcessServer = async (
   env: Record<string, string> = {},
+  options: StartLocalOptions = {},
 ): Promise<InProcessServer> => {
   const { readLocalConfig } = await import('#local/local-config.ts')
   const { startLocal } = await import('#local/local-server.ts')
@@ -75,7 +77,7 @@ export const startInProcessServer = async (
     Object.assign(process.env, before)
   }
   try {
-    const local = await startLocal(readLocalConfig({ ...TEST_ENV, ...env }))
+    const local = await startLocal(readLocalConfig({ ...TEST_ENV, ...env }), options)
     return { baseUrl: local.baseUrl, stop: () => local.stop().finally(restoreEnv) }
   } catch (error) {
     restoreEnv()

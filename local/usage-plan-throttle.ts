@@ -1,0 +1,65 @@
+import type { PlanLimits } from '#shared/config/plans-config.ts'
+import {
+  type UsagePlanBackstop,
+  usagePlanBackstop,
+} from '#shared/config/usage-plan-backstop-config.ts'
+import type { Clock } from '#shared/time/clock.ts'
+
+/**
+ * API Gateway's usage-plan enforcement per API key, as the deployed backstop does it (AWS docs,
+ * "Throttle requests to your REST APIs"): a token bucket (size burstLimit, refilled at rateLimit
+ * per second, one token a request) and a DAY quota (UTC day) that counts every request the
+ * gateway lets through to the function, including those the function then refuses with 429.
+ * AWS applies both "on a best-effort basis"; this model applies them exactly.
+ */
+export type BackstopVerdict = 'admitted' | 'THROTTLED' | 'QUOTA_EXCEEDED'
+
+export type BackstopFor = (limits: PlanLimits) => UsagePlanBackstop
+
+interface KeyState {
+  tokens: number
+  refilledAtMs: number
+  day: string
+  used: number
+}
+
+const utcDay = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 10)
+
+export class UsagePlanThrottle {
+  readonly #clock: Clock
+  readonly #backstopFor: BackstopFor
+  readonly #keys = new Map<string, KeyState>()
+
+  constructor({
+    clock,
+    backstopFor = usagePlanBackstop,
+  }: { clock: Clock; backstopFor?: BackstopFor }) {
+    this.#clock = clock
+    this.#backstopFor = backstopFor
+  }
+
+  /** Takes one request of the key through the backstop; counts it only when admitted. */
+  admit(keyId: string, limits: PlanLimits): BackstopVerdict {
+    const { rateLimit, burstLimit, dailyQuota } = this.#backstopFor(limits)
+    const now = this.#clock()
+    const day = utcDay(now)
+    let state = this.#keys.get(keyId)
+    if (!state) {
+      // A key's bucket starts full, as for a key just attached to its plan.
+      state = { tokens: burstLimit, refilledAtMs: now, day, used: 0 }
+      this.#keys.set(keyId, state)
+    }
+    if (state.day !== day) {
+      state.day = day
+      state.used = 0
+    }
+    const elapsedSeconds = Math.max(0, now - state.refilledAtMs) / 1000
+    state.tokens = Math.min(burstLimit, state.tokens + elapsedSeconds * rateLimit)
+    state.refilledAtMs = now
+    if (state.used >= dailyQuota) return 'QUOTA_EXCEEDED'
+    if (state.tokens < 1) return 'THROTTLED'
+    state.tokens -= 1
+    state.used += 1
+    return 'admitted'
+  }
+}

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
+import {
+  type ApiResponse,
+  apiClient,
+  type InProcessServer,
+  startInProcessServer,
+} from '#test/support/local-server.ts'
+
+/**
+ * The two layers of limits, as on AWS: the functions' exact limiter answers first; the local
+ * gateway's usage-plan backstop (the deployed token bucket and DAY quota, counting every request
+ * it lets through) stays out of the way of honest and hammering clients alike. Only `Date` is
+ * faked: the gateway, the functions' limiter and the clients share one clock; I/O stays real.
+ */
+const FREE = PLAN_LIMITS.free
+const KEYS = {
+  follower: 'gw-follower-0123456789abcdef',
+  edge: 'gw-edge-0123456789abcdef0123',
+  hammer: 'gw-hammer-0123456789abcdef01',
+}
+const at = (hh: number, mm: number, ss: number) => Date.UTC(2026, 10, 22, hh, mm, ss)
+
+let server: InProcessServer
+beforeAll(async () => {
+  vi.useFakeTimers({ toFake: ['Date'] })
+  vi.setSystemTime(at(12, 0, 0))
+  server = await startInProcessServer({
+    PETSTORE_API_KEYS: Object.values(KEYS)
+      .map((key) => `free:${key}`)
+      .join(','),
+  })
+})
+afterAll(async () => {
+  await server?.stop()
+  vi.useRealTimers()
+})
+
+/** A 429 from the gateway itself: the function never ran, so no rate-limit headers. */
+const isGatewayRefusal = (response: ApiResponse) =>
+  response.status === 429 && response.headers.get('x-ratelimit-limit') === null
+
+describe('the usage-plan backstop on the local gateway', () => {
+  it('never refuses a client that follows the headers', async () => {
+    vi.setSystemTime(at(12, 0, 0))
+    const api = apiClient(server.baseUrl, KEYS.follower)
+    const statuses: number[] = []
+    for (let i = 0; i < 4 * FREE.perMinute; i += 1) {
+      const response = await api.get('/pets?limit=1')
+      statuses.push(response.status)
+      if (response.headers.get('x-ratelimit-remaining') === '0') {
+        // Wait, as told, until the window resets.
+        vi.setSystemTime(Number(response.headers.get('x-ratelimit-reset')) * 1000)
+      }
+    }
+    expect(statuses.every((status) => status === 200)).toBe(true)
+  })
+
+  it('admits 60 requests at 12:00:59 and 60 more at 12:01:00 from a Free key', async () => {
+    const api = apiClient(server.baseUrl, KEYS.edge)
+    const burst = async () =>
+      Promise.all(Array.from({ length: FREE.perMinute }, () => api.get('/pets?limit=1')))
+    vi.setSystemTime(at(12, 20, 59))
+    const first = await burst()
+    vi.setSystemTime(at(12, 21, 0))
+    const second = await burst()
+    expect([...first, ...second].map((response) => response.status)).toEqual(
+      Array(2 * FREE.perMinute).fill(200),
+    )
+  })
+
+  it('suspends a hammering client in the function, which never meets the gateway quota', async () => {
+    const api = apiClient(server.baseUrl, KEYS.hammer)
+    const start = at(13, 0, 5)
+    vi.setSystemTime(start)
+    const codes = new Map<string, number>()
+    let sent = 0
+    const send = async () => {
+      const response = await api.get('/pets?limit=1')
+      sent += 1
+      const code = isGatewayRefusal(response)
+        ? `gateway:${(response.json as { code: string }).code}`
+        : response.status === 200
+          ? 'ok'
+          : (response.json as { code: string }).code
+      codes.set(code, (codes.get(code) ?? 0) + 1)
+      return code
+    }
+    // As fast as the gateway lets it through, 10 s at a time, for the whole 15-minute suspension.
+    for (let elapsed = 0; elapsed <= 15 * 60; elapsed += 10) {
+      vi.setSystemTime(start + elapsed * 1000)
+      while ((await send()) !== 'gateway:rate_limited' && sent < 5_000) {}
+    }
+    expect(codes.get('ok')).toBe(FREE.perMinute)
+    // The 61st refusal in the minute is answered key_suspended: it starts the suspension.
+    expect(codes.get('rate_limited')).toBe(FREE.perMinute)
+    expect(codes.get('key_suspended')).toBeGreaterThan(1_000)
+    expect(codes.has('gateway:quota_exceeded')).toBe(false)
+    // After the suspension the key is served again: the gateway quota was never spent.
+    vi.setSystemTime(start + 16 * 60 * 1000)
+    expect(await send()).toBe('ok')
+  })
+})

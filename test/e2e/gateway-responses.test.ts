@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import {
+  QUOTA_EXCEEDED_RETRY_AFTER_SECONDS,
+  THROTTLED_RETRY_AFTER_SECONDS,
+} from '#infra/config/gateway-responses-config.ts'
+import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
+import {
+  type ApiResponse,
+  apiClient,
+  type InProcessServer,
+  startInProcessServer,
+} from '#test/support/local-server.ts'
+
+/**
+ * The local gateway's own answers, before any function runs: the usage-plan backstop's 429s
+ * (forced with a backstop far below the plans) and the token validation pattern's 401s.
+ */
+const FREE = PLAN_LIMITS.free
+const FREE_KEY = 'gw-throttled-0123456789abcdef'
+const PRO_KEY = 'gw-quota-0123456789abcdef012'
+
+/** A 429 from the gateway itself: the function never ran, so no rate-limit headers. */
+const isGatewayRefusal = (response: ApiResponse) =>
+  response.status === 429 && response.headers.get('x-ratelimit-limit') === null
+
+describe("the gateway's own 429s", () => {
+  let tiny: InProcessServer
+  beforeAll(async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    tiny = await startInProcessServer(
+      { PETSTORE_API_KEYS: `free:${FREE_KEY},pro:${PRO_KEY}` },
+      {
+        // A backstop far below the plan, to force the gateway to answer before the function.
+        backstopFor: (limits) =>
+          limits.perMinute === FREE.perMinute
+            ? { rateLimit: 0.001, burstLimit: 1, dailyQuota: 100 }
+            : { rateLimit: 100, burstLimit: 100, dailyQuota: 1 },
+      },
+    )
+  })
+  afterAll(async () => {
+    await tiny?.stop()
+    vi.useRealTimers()
+  })
+
+  it('answers THROTTLED and QUOTA_EXCEEDED with the Error body and Retry-After', async () => {
+    vi.setSystemTime(Date.UTC(2026, 10, 22, 14, 0, 0))
+    const throttled = apiClient(tiny.baseUrl, FREE_KEY)
+    expect((await throttled.get('/pets')).status).toBe(200)
+    const refused = await throttled.get('/pets')
+    expect(isGatewayRefusal(refused)).toBe(true)
+    expect(refused.json).toMatchObject({ code: 'rate_limited', status: 429 })
+    expect(refused.headers.get('retry-after')).toBe(String(THROTTLED_RETRY_AFTER_SECONDS))
+
+    const quota = apiClient(tiny.baseUrl, PRO_KEY)
+    expect((await quota.get('/pets')).status).toBe(200)
+    const spent = await quota.get('/pets')
+    expect(isGatewayRefusal(spent)).toBe(true)
+    expect(spent.json).toMatchObject({ code: 'quota_exceeded', status: 429 })
+    expect(spent.headers.get('retry-after')).toBe(String(QUOTA_EXCEEDED_RETRY_AFTER_SECONDS))
+  })
+
+  it('refuses a malformed Authorization header without invoking the authorizer', async () => {
+    const api = apiClient(tiny.baseUrl)
+    for (const header of ['Bearer short', 'Basic dXNlcjpwYXNz', `Bearer ${'k'.repeat(129)}`]) {
+      const response = await api.get('/pets', { headers: { Authorization: header } })
+      expect(response.status).toBe(401)
+      expect(response.json).toMatchObject({ code: 'unauthorized', status: 401 })
+    }
+  })
+})
