@@ -1,5 +1,3 @@
-import { formatPlanLimits, type PlanLimits } from '#shared/config/plans-config.ts'
-
 /** The tables `npm start` creates in its DynamoDB (the README names them). */
 export const LOCAL_TABLES = {
   pets: 'petstore-local-pets',
@@ -11,7 +9,6 @@ export interface LocalEnvironmentOptions {
   endpoint: string
   /** True for the embedded DynamoDB, which accepts any credentials. */
   embedded: boolean
-  enterpriseLimits: PlanLimits
 }
 
 /**
@@ -19,14 +16,13 @@ export interface LocalEnvironmentOptions {
  * operator already set (region, credentials, Powertools switches) are kept.
  */
 export const localFunctionEnvironment = (
-  { endpoint, embedded, enterpriseLimits }: LocalEnvironmentOptions,
+  { endpoint, embedded }: LocalEnvironmentOptions,
   current: NodeJS.ProcessEnv = process.env,
 ): Record<string, string> => {
   const env: Record<string, string> = {
     TABLE_NAME: LOCAL_TABLES.pets,
     RATE_LIMIT_TABLE_NAME: LOCAL_TABLES.rateLimits,
     DYNAMODB_ENDPOINT: endpoint,
-    ENTERPRISE_LIMITS: formatPlanLimits(enterpriseLimits),
     AWS_REGION: current.AWS_REGION ?? 'us-east-1',
   }
   if (embedded || !current.AWS_ACCESS_KEY_ID) {

@@ -87,7 +87,6 @@ export const startLocal = async (
     localFunctionEnvironment({
       endpoint,
       embedded: embedded !== undefined,
-      enterpriseLimits: config.enterpriseLimits,
     }),
   )
 

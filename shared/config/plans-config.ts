@@ -55,10 +55,6 @@ export const parsePlanLimits = (text: string): PlanLimits => {
   return { perMinute, perDay }
 }
 
-/** The inverse of parsePlanLimits: the ENTERPRISE_LIMITS format. */
-export const formatPlanLimits = ({ perMinute, perDay }: PlanLimits): string =>
-  `${perMinute}/${perDay}`
-
 /**
  * Usage plan tags the key-sync function reads (decisions.md "Authentication and keys"): the plan
  * name, and for a per-customer Enterprise plan its own limits.
