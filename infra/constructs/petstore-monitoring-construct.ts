@@ -146,21 +146,25 @@ export class PetstoreMonitoring extends Construct {
     }))
 
     const keySyncErrors = props.keySyncFunction.metricErrors({ period: ONE_MINUTE })
-    const storeFailures = sumOf(
+    /** A limiter metric summed over every operation that runs the limiter, per minute. */
+    const limiterSum = (label: string, id: string, metric: string) =>
+      sumOf(
+        label,
+        id,
+        props.rateLimitedOperations.map((operation) =>
+          operationMetric(operation, metric, ONE_MINUTE),
+        ),
+        ONE_MINUTE,
+      )
+    const storeFailures = limiterSum(
       'Rate limiter store failures',
       'storefailures',
-      props.rateLimitedOperations.map((operation) =>
-        operationMetric(operation, STORE_FAILURE_METRIC, ONE_MINUTE),
-      ),
-      ONE_MINUTE,
+      STORE_FAILURE_METRIC,
     )
-    const configFailures = sumOf(
+    const configFailures = limiterSum(
       'Rate limiter configuration failures',
       'configfailures',
-      props.rateLimitedOperations.map((operation) =>
-        operationMetric(operation, CONFIG_FAILURE_METRIC, ONE_MINUTE),
-      ),
-      ONE_MINUTE,
+      CONFIG_FAILURE_METRIC,
     )
 
     this.alarms = [

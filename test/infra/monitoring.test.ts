@@ -141,25 +141,25 @@ describe('alarms', () => {
     )
   })
 
+  /** The `operation` dimensions of the metrics an alarm's math sums, sorted. */
+  const operationsWatchedBy = (alarm: ReturnType<typeof findAlarm>) =>
+    (alarm.Metrics ?? [])
+      .flatMap((metric) =>
+        (metric.MetricStat?.Metric.Dimensions ?? [])
+          .filter(({ Name }) => Name === OPERATION_DIMENSION)
+          .map(({ Value }) => Value),
+      )
+      .sort()
+
   it('watches rate limiter store failures of every operation', () => {
     const alarm = findAlarm(production, `Petstore/production/${STORE_FAILURE_METRIC}`)
-    const operations = (alarm.Metrics ?? []).flatMap((metric) =>
-      (metric.MetricStat?.Metric.Dimensions ?? [])
-        .filter(({ Name }) => Name === OPERATION_DIMENSION)
-        .map(({ Value }) => Value),
-    )
-    expect(operations.sort()).toEqual(ROUTES.map((route) => route.operationId).sort())
+    expect(operationsWatchedBy(alarm)).toEqual(ROUTES.map((route) => route.operationId).sort())
     expect(alarm).toMatchObject({ Threshold: 1, EvaluationPeriods: 5, DatapointsToAlarm: 3 })
   })
 
   it('alarms at once on rate limiter configuration failures (503s) of every operation', () => {
     const alarm = findAlarm(production, `Petstore/production/${CONFIG_FAILURE_METRIC}`)
-    const operations = (alarm.Metrics ?? []).flatMap((metric) =>
-      (metric.MetricStat?.Metric.Dimensions ?? [])
-        .filter(({ Name }) => Name === OPERATION_DIMENSION)
-        .map(({ Value }) => Value),
-    )
-    expect(operations.sort()).toEqual(ROUTES.map((route) => route.operationId).sort())
+    expect(operationsWatchedBy(alarm)).toEqual(ROUTES.map((route) => route.operationId).sort())
     expect(alarm).toMatchObject({ Threshold: 1, EvaluationPeriods: 1 })
   })
 

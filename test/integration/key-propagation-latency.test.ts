@@ -10,7 +10,11 @@ import {
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { KeyMirrorRepository, type ReplaceAllResult } from '#shared/data/key-mirror-repository.ts'
 import type { KeyMirrorEntry } from '#shared/data/key-mirror-schema.ts'
-import { lambdaContext, tokenAuthorizerEvent } from '#test/support/api-gateway-events.ts'
+import {
+  lambdaContext,
+  scheduledEvent,
+  tokenAuthorizerEvent,
+} from '#test/support/api-gateway-events.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import {
   FAKE_API_ID,
@@ -52,18 +56,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.close()
 })
-
-const scheduledEvent: KeySyncEvent = {
-  version: '0',
-  id: 'schedule',
-  'detail-type': SCHEDULED_EVENT,
-  source: 'aws.events',
-  account: '123456789012',
-  time: '2027-03-05T10:00:00Z',
-  region: 'eu-west-1',
-  resources: [],
-  detail: {},
-}
 
 /** The real repository, whose writes land only when the simulated sync duration is over. */
 class SlowMirror {

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import type { APIGatewayProxyEvent, APIGatewayTokenAuthorizerEvent, Context } from 'aws-lambda'
+import { type KeySyncEvent, SCHEDULED_EVENT } from '#functions/key-sync/key-sync-handler.ts'
 import type { ApiEvent } from '#shared/middleware/http-types.ts'
 
 /**
@@ -107,3 +108,16 @@ export const lambdaContext = (
   fail: () => undefined,
   succeed: () => undefined,
 })
+
+/** The event an EventBridge schedule delivers to the key-sync function every minute. */
+export const scheduledEvent: KeySyncEvent = {
+  version: '0',
+  id: 'schedule',
+  'detail-type': SCHEDULED_EVENT,
+  source: 'aws.events',
+  account: '123456789012',
+  time: '2027-03-05T10:00:00Z',
+  region: 'eu-west-1',
+  resources: [],
+  detail: {},
+}

@@ -11,7 +11,7 @@ import type { ReplaceAllResult } from '#shared/data/key-mirror-repository.ts'
 import type { KeyMirrorEntry, KeyMirrorItem } from '#shared/data/key-mirror-schema.ts'
 import { hashApiKey } from '#shared/data/key-mirror-schema.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
-import { lambdaContext } from '#test/support/api-gateway-events.ts'
+import { lambdaContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
 
 const entry = (keyId: string): KeyMirrorEntry => ({
@@ -49,17 +49,7 @@ class MemoryMirror {
   }
 }
 
-const scheduled: KeySyncEvent = {
-  version: '0',
-  id: 'e1',
-  'detail-type': 'Scheduled Event',
-  source: 'aws.events',
-  account: '123456789012',
-  time: '2027-03-05T10:00:00Z',
-  region: 'eu-west-1',
-  resources: [],
-  detail: {},
-}
+const scheduled = scheduledEvent
 const managementEvent: KeySyncEvent = {
   ...scheduled,
   'detail-type': 'AWS API Call via CloudTrail',
