@@ -44,6 +44,8 @@ export interface KeySyncResult {
   /** True when a management event arrived right after a run and was coalesced into it. */
   skipped: boolean
   upserted: number
+  /** Items written because they were new or changed. */
+  written: number
   deleted: number
   refusedPlans: number
   refusedKeys: number
@@ -53,6 +55,7 @@ export interface KeySyncResult {
 const SKIPPED: KeySyncResult = {
   skipped: true,
   upserted: 0,
+  written: 0,
   deleted: 0,
   refusedPlans: 0,
   refusedKeys: 0,
@@ -100,7 +103,7 @@ export const createKeySyncHandler = (deps: KeySyncDependencies) => {
         // Legitimate only if every plan was detached on purpose; a wrong REST_API_ID looks the same.
         logger.warn('No usage plan is attached to this API stage: the mirror will be empty')
       }
-      const { upserted, deleted } = await mirror.replaceAll(
+      const { upserted, written, deleted } = await mirror.replaceAll(
         snapshot.entries,
         new Date(startedAt).toISOString(),
       )
@@ -108,6 +111,7 @@ export const createKeySyncHandler = (deps: KeySyncDependencies) => {
       const result: KeySyncResult = {
         skipped: false,
         upserted,
+        written,
         deleted,
         refusedPlans: snapshot.refusedPlans.length,
         refusedKeys: snapshot.refusedKeyIds.length,

@@ -32,9 +32,21 @@ export interface KeyMirrorRepositoryOptions {
 }
 
 export interface ReplaceAllResult {
+  /** Keys in the mirror after the run. */
   upserted: number
+  /** Of those, items written because they were new or changed (the rest were left alone). */
+  written: number
   deleted: number
 }
+
+/** The fields that decide what a key gets; syncedAt only records when they last changed. */
+const sameGrant = (item: Item, entry: KeyMirrorEntry): boolean =>
+  item.keyId === entry.keyId &&
+  item.enabled === entry.enabled &&
+  item.plan === entry.plan &&
+  Number(item.perMinute) === entry.perMinute &&
+  Number(item.perDay) === entry.perDay &&
+  item.usagePlanId === entry.usagePlanId
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
@@ -80,10 +92,11 @@ export class KeyMirrorRepository {
   }
 
   /**
-   * Makes the table hold exactly `entries`, stamped `syncedAt`: upserts every entry, then deletes
-   * every item not in this run, so a key deleted, disabled or detached from its plan stops
-   * working. The scan reads keys only; the table holds one small item per key of one stage.
-   * Not atomic: a failure part-way leaves a mix of old and new items, which the next run repairs.
+   * Makes the table hold exactly `entries`: writes each new or changed entry stamped `syncedAt`,
+   * leaves unchanged items alone (a sync every minute would otherwise rewrite every key 1,440
+   * times a day), then deletes every item not in this run, so a key deleted, disabled or
+   * detached from its plan stops working. One scan reads the table: one small item per key of
+   * one stage. Not atomic: a failure part-way leaves a mix, which the next run repairs.
    */
   async replaceAll(entries: KeyMirrorEntry[], syncedAt: string): Promise<ReplaceAllResult> {
     const wanted = new Set<string>()
@@ -92,38 +105,38 @@ export class KeyMirrorRepository {
       if (wanted.has(entry.keyHash)) throw new Error(`Duplicate key mirror entry ${entry.keyId}`)
       wanted.add(entry.keyHash)
     }
-    const existing = await this.#scanKeyHashes()
-    const stale = existing.filter((keyHash) => !wanted.has(keyHash))
+    const existing = await this.#scanItems()
+    const stale = [...existing.keys()].filter((keyHash) => !wanted.has(keyHash))
+    const changed = entries.filter((entry) => {
+      const item = existing.get(entry.keyHash)
+      return item === undefined || !sameGrant(item, entry)
+    })
     await this.#batchWrite(
-      entries.map((entry) => ({ PutRequest: { Item: { ...entry, syncedAt } } })),
+      changed.map((entry) => ({ PutRequest: { Item: { ...entry, syncedAt } } })),
     )
     await this.#batchWrite(
       stale.map((keyHash) => ({
         DeleteRequest: { Key: { [KEY_MIRROR_TABLE.partitionKey]: keyHash } },
       })),
     )
-    return { upserted: entries.length, deleted: stale.length }
+    return { upserted: entries.length, written: changed.length, deleted: stale.length }
   }
 
-  async #scanKeyHashes(): Promise<string[]> {
-    const hashes: string[] = []
+  /** Every item by its key hash. */
+  async #scanItems(): Promise<Map<string, Item>> {
+    const items = new Map<string, Item>()
     let startKey: Item | undefined
     do {
       const page = await this.#client.send(
-        new ScanCommand({
-          TableName: this.#tableName,
-          ProjectionExpression: '#pk',
-          ExpressionAttributeNames: { '#pk': KEY_MIRROR_TABLE.partitionKey },
-          ExclusiveStartKey: startKey,
-        }),
+        new ScanCommand({ TableName: this.#tableName, ExclusiveStartKey: startKey }),
       )
       for (const item of page.Items ?? []) {
         const keyHash = item[KEY_MIRROR_TABLE.partitionKey]
-        if (typeof keyHash === 'string') hashes.push(keyHash)
+        if (typeof keyHash === 'string') items.set(keyHash, item)
       }
       startKey = page.LastEvaluatedKey
     } while (startKey !== undefined)
-    return hashes
+    return items
   }
 
   /** Chunks of 25; UnprocessedItems (throttling) are retried with exponential backoff. */

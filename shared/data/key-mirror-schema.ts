@@ -21,7 +21,7 @@ export const KeyMirrorItemSchema = z
     perMinute: positiveInt(),
     perDay: positiveInt(),
     usagePlanId: z.string().check(z.minLength(1)),
-    /** Start of the sync run that last wrote the item. */
+    /** Start of the sync run that last changed the item (unchanged items are not rewritten). */
     syncedAt: z.iso.datetime(),
   })
   .check(z.refine((item) => item.perDay >= item.perMinute, { error: 'perDay is below perMinute' }))

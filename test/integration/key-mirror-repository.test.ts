@@ -48,7 +48,11 @@ describe('KeyMirrorRepository against DynamoDB', () => {
   it('writes more than one batch of items, each readable by its hash', async () => {
     const entries = range(0, 60).map((n) => entry(n))
 
-    expect(await repository.replaceAll(entries, T1)).toEqual({ upserted: 60, deleted: 0 })
+    expect(await repository.replaceAll(entries, T1)).toEqual({
+      upserted: 60,
+      written: 60,
+      deleted: 0,
+    })
 
     expect(await tableKeyIds()).toHaveLength(60)
     for (const n of [0, 24, 25, 59]) {
@@ -69,7 +73,12 @@ describe('KeyMirrorRepository against DynamoDB', () => {
       ...range(30, 70).map((n) => entry(n)),
     ]
 
-    expect(await repository.replaceAll(next, T2)).toEqual({ upserted: 50, deleted: 20 })
+    // Only the 10 changed and 10 new keys are written; the 30 unchanged ones are left alone.
+    expect(await repository.replaceAll(next, T2)).toEqual({
+      upserted: 50,
+      written: 20,
+      deleted: 20,
+    })
 
     expect(await tableKeyIds()).toEqual(
       range(20, 70)
@@ -84,6 +93,7 @@ describe('KeyMirrorRepository against DynamoDB', () => {
       syncedAt: T2,
     })
     expect(await repository.get(entry(65).keyHash)).toMatchObject({ keyId: 'key-65', syncedAt: T2 })
+    expect(await repository.get(entry(40).keyHash)).toMatchObject({ keyId: 'key-40', syncedAt: T1 })
   })
 
   it('empties the mirror when no key is valid any more', async () => {
@@ -92,7 +102,7 @@ describe('KeyMirrorRepository against DynamoDB', () => {
       T1,
     )
 
-    expect(await repository.replaceAll([], T2)).toEqual({ upserted: 0, deleted: 30 })
+    expect(await repository.replaceAll([], T2)).toEqual({ upserted: 0, written: 0, deleted: 30 })
     expect(await tableKeyIds()).toEqual([])
   })
 

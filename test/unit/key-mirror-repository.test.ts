@@ -93,6 +93,7 @@ describe('KeyMirrorRepository (mocked DynamoDB)', () => {
 
     expect(await repository().replaceAll(entries, '2027-03-05T10:00:00.000Z')).toEqual({
       upserted: 30,
+      written: 30,
       deleted: 0,
     })
     const sizes = dynamo

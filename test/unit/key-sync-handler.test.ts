@@ -45,7 +45,7 @@ class MemoryMirror {
     const stale = [...this.items.keys()].filter((hash) => !wanted.has(hash))
     for (const e of entries) this.items.set(e.keyHash, { ...e, syncedAt })
     for (const hash of stale) this.items.delete(hash)
-    return { upserted: entries.length, deleted: stale.length }
+    return { upserted: entries.length, written: entries.length, deleted: stale.length }
   }
 }
 
@@ -98,6 +98,7 @@ describe('key-sync handler', () => {
     expect(result).toEqual({
       skipped: false,
       upserted: 2,
+      written: 2,
       deleted: 1,
       refusedPlans: 0,
       refusedKeys: 0,
