@@ -2,11 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
 import { KeyMirrorStore } from '#functions/authorizer/key-mirror-store.ts'
 import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
-import {
-  createKeySyncHandler,
-  type KeySyncEvent,
-  SCHEDULED_EVENT,
-} from '#functions/key-sync/key-sync-handler.ts'
+import { createKeySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { KeyMirrorRepository, type ReplaceAllResult } from '#shared/data/key-mirror-repository.ts'
 import type { KeyMirrorEntry } from '#shared/data/key-mirror-schema.ts'
