@@ -1,9 +1,4 @@
-import type { Logger } from '@aws-lambda-powertools/logger'
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware'
 import type { Metrics } from '@aws-lambda-powertools/metrics'
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware'
-import type { Tracer } from '@aws-lambda-powertools/tracer'
-import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware'
 import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
 import type { MiddlewareObj } from '@middy/core'
 import type { Context } from 'aws-lambda'
@@ -12,6 +7,7 @@ import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-c
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { logger } from '#shared/observability/logger.ts'
 import { createMetrics, KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
+import { baseMiddlewares } from '#shared/observability/observability-middleware.ts'
 import { tracer } from '#shared/observability/tracer.ts'
 import { systemClock } from '#shared/time/clock.ts'
 import { ApiGatewayKeySource } from './api-gateway-key-source.ts'
@@ -65,18 +61,6 @@ export const keySyncDependencies = (env: NodeJS.ProcessEnv = process.env): KeySy
     logger,
     metrics,
     clock: systemClock,
-    middlewares: keySyncMiddlewares(logger, tracer, metrics),
+    middlewares: baseMiddlewares<KeySyncEvent, KeySyncResult>(logger, tracer, metrics),
   }
 }
-
-/** Logger context, tracing and metrics; the event is never logged (CloudTrail detail). */
-const keySyncMiddlewares = (
-  log: Logger,
-  trace: Tracer,
-  metrics: Metrics,
-): MiddlewareObj<KeySyncEvent, KeySyncResult, Error, Context>[] =>
-  [
-    injectLambdaContext(log, { logEvent: false, resetKeys: true }),
-    captureLambdaHandler(trace, { captureResponse: false }),
-    logMetrics(metrics, { captureColdStartMetric: true }),
-  ] as MiddlewareObj<KeySyncEvent, KeySyncResult, Error, Context>[]

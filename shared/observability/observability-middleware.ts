@@ -41,17 +41,18 @@ type AnyMiddleware = MiddlewareObj<never, never, Error, Context>
  * is never logged (logEvent: false, whatever POWERTOOLS_LOGGER_LOG_EVENT says) and responses are
  * not put into traces: both would carry the API key (Authorization header, usageIdentifierKey).
  * Per-request log keys are reset after each invocation so a key id never leaks into the next one.
+ * Every function uses these (the key-sync function too: its events carry CloudTrail details).
  */
-const baseMiddlewares = (
+export const baseMiddlewares = <TEvent = never, TResult = never>(
   logger: Logger,
   tracer: Tracer,
   metrics: Metrics,
-): MiddlewareObj<never, never, Error, Context>[] =>
+): MiddlewareObj<TEvent, TResult, Error, Context>[] =>
   [
     injectLambdaContext(logger, { logEvent: false, resetKeys: true }),
     captureLambdaHandler(tracer, { captureResponse: false }),
     logMetrics(metrics, { captureColdStartMetric: true }),
-  ] as AnyMiddleware[]
+  ] as AnyMiddleware[] as MiddlewareObj<TEvent, TResult, Error, Context>[]
 
 /** Adds the operation, the caller's key id and plan (never the key) and the API request id. */
 const requestContextMiddleware = (
