@@ -20,7 +20,8 @@ export interface LocalConfig {
   enterpriseLimits: PlanLimits
   /**
    * The local gateway's authorizer result cache, in seconds (API Gateway's resultsCacheTtl: the
-   * stages deploy 60 and 300). 0 by default so a key revoked with `npm run keys` stops at once.
+   * stages deploy 60 and 300). 0 by default so a key revoked with `npm run keys` stops at once;
+   * 60 shows staging's behaviour (a revoked or new key takes effect up to the TTL later).
    */
   authorizerCacheTtlSeconds: number
 }

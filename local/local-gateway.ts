@@ -8,22 +8,25 @@ import type {
   Context,
 } from 'aws-lambda'
 import { GATEWAY_RESPONSES } from '#infra/config/gateway-responses-config.ts'
-import {
-  BEARER_CHALLENGE,
-  BEARER_TOKEN_VALIDATION_PATTERN,
-  UNAUTHORIZED,
-} from '#shared/auth/bearer-token.ts'
+import { BEARER_TOKEN_VALIDATION_PATTERN, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
+import type { PlanLimits } from '#shared/config/plans-config.ts'
 import { API_VERSION_PATH, ROUTES, type Route } from '#shared/config/routes-config.ts'
 import { HttpError } from '#shared/errors/http-error.ts'
 import { errorResponse } from '#shared/http/http-response.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
-import { AuthorizerCache } from './authorizer-cache.ts'
+import {
+  type Authorization,
+  AuthorizerCache,
+  type CachedAuthorization,
+  toAuthorization,
+} from './authorizer-cache.ts'
 import { type BackstopFor, UsagePlanThrottle } from './usage-plan-throttle.ts'
 
 /**
  * A thin emulation of the deployed API Gateway REST API: route matching from the shared route
- * table, the TOKEN authorizer in front of every route, REST (payload v1) proxy events, and the
- * gateway responses the CDK stack configures (401 unauthorized, 404 route_not_found, 413, 500).
+ * table, the TOKEN authorizer in front of every route (its token validation pattern first, then
+ * its result cache), each key's usage-plan backstop, REST (payload v1) proxy events, and the
+ * gateway responses the CDK stack configures (401, 404 route_not_found, 413, 429, 500).
  * It holds no business logic: every answer past the gateway comes from the Lambda handlers.
  */
 export type ProxyHandler = (
@@ -52,8 +55,18 @@ export interface LocalGatewayOptions {
 /** The authorizer's identityValidationExpression, checked before the authorizer is invoked. */
 const TOKEN_PATTERN = new RegExp(BEARER_TOKEN_VALIDATION_PATTERN)
 
-/** The deployed THROTTLED and QUOTA_EXCEEDED gateway responses (code and Retry-After). */
-const backstopRefusal = (type: 'THROTTLED' | 'QUOTA_EXCEEDED'): HttpError => {
+type GatewayResponseType =
+  | 'UNAUTHORIZED'
+  | 'ACCESS_DENIED'
+  | 'INVALID_API_KEY'
+  | 'MISSING_AUTHENTICATION_TOKEN'
+  | 'REQUEST_TOO_LARGE'
+  | 'THROTTLED'
+  | 'QUOTA_EXCEEDED'
+  | 'DEFAULT_5XX'
+
+/** A gateway response as the CDK stack configures it (code and headers, e.g. Retry-After). */
+const gatewayError = (type: GatewayResponseType): HttpError => {
   const spec = GATEWAY_RESPONSES.find((response) => response.type === type)
   if (!spec) throw new Error(`No gateway response for ${type}`)
   return new HttpError(spec.code, { headers: { ...spec.headers } })
@@ -177,12 +190,16 @@ const lambdaContext = (functionName: string, requestId: string): Context => {
   }
 }
 
-const unauthorized = () =>
-  new HttpError('unauthorized', { headers: { 'WWW-Authenticate': BEARER_CHALLENGE } })
-
 /** A gateway response: the API's Error body, as the CDK stack's gateway responses render it. */
-const sendError = (res: ServerResponse, error: HttpError, requestId: string): void =>
-  send(res, errorResponse(error, requestId), requestId)
+const sendError = (res: ServerResponse, type: GatewayResponseType, requestId: string): void =>
+  send(res, errorResponse(gatewayError(type), requestId), requestId)
+
+/** The key's plan limits from the authorizer's context (numbers may arrive as strings). */
+const limitsOf = (context: Authorization['context']): PlanLimits | undefined => {
+  const perMinute = Number(context?.perMinute)
+  const perDay = Number(context?.perDay)
+  return perMinute > 0 && perDay > 0 ? { perMinute, perDay } : undefined
+}
 
 export const createLocalGateway = ({
   handlers,
@@ -200,7 +217,7 @@ export const createLocalGateway = ({
     const url = new URL(req.url ?? '/', 'http://local')
     const method = (req.method ?? 'GET').toUpperCase()
     const body = await readBody(req)
-    if (body === undefined) return sendError(res, new HttpError('payload_too_large'), requestId)
+    if (body === undefined) return sendError(res, 'REQUEST_TOO_LARGE', requestId)
 
     // Unknown paths and methods: API Gateway's MISSING_AUTHENTICATION_TOKEN, answered before auth.
     let match: { compiled: CompiledRoute; values: string[] } | undefined
@@ -208,20 +225,20 @@ export const createLocalGateway = ({
       const found = compiled.pattern.exec(url.pathname)
       if (found && compiled.route.method === method) match = { compiled, values: found.slice(1) }
     }
-    if (!match) return sendError(res, new HttpError('route_not_found'), requestId)
+    if (!match) return sendError(res, 'MISSING_AUTHENTICATION_TOKEN', requestId)
     const { route, resource, parameterNames } = match.compiled
 
     const { headers, multiValueHeaders } = headersOf(req)
     const authorization = req.headers.authorization
     // A missing or malformed header never reaches the authorizer (token validation pattern).
     if (!authorization || !TOKEN_PATTERN.test(authorization)) {
-      return sendError(res, unauthorized(), requestId)
+      return sendError(res, 'UNAUTHORIZED', requestId)
     }
 
-    let authorized = cache.get(authorization)
+    let authorized: CachedAuthorization | undefined = cache.get(authorization)
     if (authorized === undefined) {
       try {
-        authorized = await authorizer(
+        const result = await authorizer(
           {
             type: 'TOKEN',
             authorizationToken: authorization,
@@ -229,29 +246,29 @@ export const createLocalGateway = ({
           },
           lambdaContext('authorizer', randomUUID()),
         )
+        authorized = toAuthorization(result)
       } catch (error) {
         if ((error as Error)?.message !== UNAUTHORIZED) {
           // A failed authorizer is not cached: API Gateway answers 500 and asks again next time.
           onError('Authorizer failed', error)
-          return sendError(res, new HttpError('internal_error'), requestId)
+          return sendError(res, 'DEFAULT_5XX', requestId)
         }
         authorized = 'denied'
       }
       cache.put(authorization, authorized)
     }
-    if (
-      authorized === 'denied' ||
-      !authorized.policyDocument.Statement.some((statement) => statement.Effect === 'Allow')
-    ) {
-      return sendError(res, unauthorized(), requestId)
-    }
+    if (authorized === 'denied') return sendError(res, 'UNAUTHORIZED', requestId)
+    if (!authorized.allowed) return sendError(res, 'ACCESS_DENIED', requestId)
 
-    // The key's usage plan: API Gateway meters usageIdentifierKey against its plan's backstop.
-    const verdict = usagePlans.admit(authorized.principalId, {
-      perMinute: Number(authorized.context?.perMinute),
-      perDay: Number(authorized.context?.perDay),
-    })
-    if (verdict !== 'admitted') return sendError(res, backstopRefusal(verdict), requestId)
+    // apiKeyRequired with the AUTHORIZER key source: API Gateway meters usageIdentifierKey
+    // against its usage plan, and a request without a key in a plan gets INVALID_API_KEY (AWS
+    // docs, "Choose an API key source"). Locally the key's plan is the authorizer's context.
+    const limits = limitsOf(authorized.context)
+    if (!authorized.usageKeyDigest || !limits) {
+      return sendError(res, 'INVALID_API_KEY', requestId)
+    }
+    const verdict = usagePlans.admit(authorized.usageKeyDigest, limits)
+    if (verdict !== 'admitted') return sendError(res, verdict, requestId)
 
     let pathParameters: Record<string, string> | null = null
     if (parameterNames.length > 0) {
@@ -302,7 +319,7 @@ export const createLocalGateway = ({
         path: url.pathname,
         protocol: `HTTP/${req.httpVersion}`,
         requestId,
-        requestTimeEpoch: Date.now(),
+        requestTimeEpoch: clock(),
         resourceId: route.operationId,
         resourcePath: resource,
         stage,
@@ -317,7 +334,7 @@ export const createLocalGateway = ({
     } catch (error) {
       // A function that throws past its error middleware: API Gateway's DEFAULT_5XX.
       onError(`Function ${route.functionName} failed`, error)
-      result = errorResponse(new HttpError('internal_error'), requestId)
+      result = errorResponse(gatewayError('DEFAULT_5XX'), requestId)
     }
     send(res, result, requestId)
   }
@@ -325,7 +342,7 @@ export const createLocalGateway = ({
   return (req, res) => {
     handle(req, res).catch((error: unknown) => {
       onError('Local gateway failed', error)
-      if (!res.headersSent) sendError(res, new HttpError('internal_error'), 'local')
+      if (!res.headersSent) sendError(res, 'DEFAULT_5XX', 'local')
       else res.destroy()
     })
   }

@@ -7,6 +7,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { functionEntry } from '#functions/function-entries.ts'
 import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
 import { petTableDefinition, rateLimitTableDefinition } from '#shared/data/table-schema.ts'
+import type { Clock } from '#shared/time/clock.ts'
 import {
   type EmbeddedDynamo,
   ensureTable,
@@ -67,6 +68,11 @@ const listen = (server: Server, config: LocalConfig) =>
 export interface StartLocalOptions {
   /** Another usage-plan backstop than the deployed one (tests force the gateway's own 429s). */
   backstopFor?: BackstopFor
+  /**
+   * The gateway's time (token buckets, DAY quota, authorizer cache). The functions read
+   * Date.now, so a test that moves time fakes Date rather than passing a clock here.
+   */
+  clock?: Clock
 }
 
 export const startLocal = async (
@@ -108,6 +114,7 @@ export const startLocal = async (
       onError: (message, error) => logger.error(message, { error }),
       authorizerCacheTtlSeconds: config.authorizerCacheTtlSeconds,
       ...(options.backstopFor ? { backstopFor: options.backstopFor } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
     }),
   )
   server.keepAliveTimeout = 5_000

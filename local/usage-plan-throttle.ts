@@ -38,16 +38,19 @@ export class UsagePlanThrottle {
     this.#backstopFor = backstopFor
   }
 
-  /** Takes one request of the key through the backstop; counts it only when admitted. */
-  admit(keyId: string, limits: PlanLimits): BackstopVerdict {
+  /**
+   * Takes one request of a key (its usageIdentifierKey's digest) through the backstop of its
+   * plan limits; counts it only when admitted.
+   */
+  admit(keyDigest: string, limits: PlanLimits): BackstopVerdict {
     const { rateLimit, burstLimit, dailyQuota } = this.#backstopFor(limits)
     const now = this.#clock()
     const day = utcDay(now)
-    let state = this.#keys.get(keyId)
+    let state = this.#keys.get(keyDigest)
     if (!state) {
       // A key's bucket starts full, as for a key just attached to its plan.
       state = { tokens: burstLimit, refilledAtMs: now, day, used: 0 }
-      this.#keys.set(keyId, state)
+      this.#keys.set(keyDigest, state)
     }
     if (state.day !== day) {
       state.day = day

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest'
-import { AuthorizerCache } from '#local/authorizer-cache.ts'
 import { UsagePlanThrottle } from '#local/usage-plan-throttle.ts'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
 
@@ -26,6 +25,15 @@ describe('local usage-plan backstop (token bucket and DAY quota per key)', () =>
     ])
   })
 
+  it('never holds more than a full bucket, however long the key was idle', () => {
+    const time = clockAt(T0)
+    const plans = new UsagePlanThrottle({ clock: time.clock })
+    plans.admit('k', FREE)
+    time.advance(24 * 60 * 60 * 1000)
+    const verdicts = Array.from({ length: 121 }, () => plans.admit('k', FREE))
+    expect(verdicts.filter((verdict) => verdict === 'admitted')).toHaveLength(120)
+  })
+
   it('keeps one bucket per key', () => {
     const plans = new UsagePlanThrottle({ clock: () => T0 })
     for (let i = 0; i < 120; i += 1) plans.admit('a', FREE)
@@ -48,22 +56,21 @@ describe('local usage-plan backstop (token bucket and DAY quota per key)', () =>
     time.set(Date.UTC(2026, 10, 23, 0, 0, 0))
     expect(plans.admit('k', FREE)).toBe('admitted')
   })
-})
 
-describe('local authorizer result cache', () => {
-  it('reuses an answer for the TTL, then asks again', () => {
+  it('does not count a throttled request against the quota', () => {
     const time = clockAt(T0)
-    const cache = new AuthorizerCache({ ttlSeconds: 60, clock: time.clock })
-    cache.put('Bearer key-0123456789abcdefghij', 'denied')
-    time.advance(59_999)
-    expect(cache.get('Bearer key-0123456789abcdefghij')).toBe('denied')
-    time.advance(1)
-    expect(cache.get('Bearer key-0123456789abcdefghij')).toBeUndefined()
-  })
-
-  it('caches nothing with TTL 0', () => {
-    const cache = new AuthorizerCache({ ttlSeconds: 0, clock: () => T0 })
-    cache.put('Bearer key-0123456789abcdefghij', 'denied')
-    expect(cache.get('Bearer key-0123456789abcdefghij')).toBeUndefined()
+    const plans = new UsagePlanThrottle({
+      clock: time.clock,
+      backstopFor: () => ({ rateLimit: 1, burstLimit: 1, dailyQuota: 2 }),
+    })
+    expect([1, 2, 3].map(() => plans.admit('k', FREE))).toEqual([
+      'admitted',
+      'THROTTLED',
+      'THROTTLED',
+    ])
+    time.advance(1_000)
+    expect(plans.admit('k', FREE)).toBe('admitted')
+    time.advance(1_000)
+    expect(plans.admit('k', FREE)).toBe('QUOTA_EXCEEDED')
   })
 })

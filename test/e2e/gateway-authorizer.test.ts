@@ -1,0 +1,180 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { APIGatewayAuthorizerResult } from 'aws-lambda'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import {
+  createLocalGateway,
+  type LocalGatewayOptions,
+  type ProxyHandler,
+  type TokenAuthorizer,
+} from '#local/local-gateway.ts'
+import { BEARER_CHALLENGE, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
+import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
+import { apiClient } from '#test/support/local-server.ts'
+
+/**
+ * The local gateway's authorizer layer over HTTP, with a counting authorizer and a stub function
+ * in place of the real ones: the token validation pattern answers before the authorizer runs, the
+ * result cache reuses allows and denials for its TTL on the gateway's clock, a failed authorizer
+ * is asked again, and a backstop refusal never reaches the function.
+ */
+const GOOD = 'good-key-0123456789abcdef'
+const REVOKED = 'revoked-0123456789abcdef'
+const BROKEN = 'broken-0123456789abcdefg'
+const NO_PLAN = 'no-plan-0123456789abcdef'
+const TTL_SECONDS = 60
+
+let now = Date.UTC(2026, 10, 22, 12, 0, 0)
+const calls = { authorizer: 0, function: 0 }
+
+const authorizer: TokenAuthorizer = async (event) => {
+  calls.authorizer += 1
+  const key = event.authorizationToken.replace(/^bearer +/i, '')
+  if (key === BROKEN) throw new Error('key store unreachable')
+  if (key !== GOOD && key !== NO_PLAN) throw new Error(UNAUTHORIZED)
+  const result: APIGatewayAuthorizerResult = {
+    principalId: `id-${key.slice(0, 4)}`,
+    usageIdentifierKey: key,
+    policyDocument: {
+      Version: '2012-10-17',
+      Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: '*' }],
+    },
+  }
+  if (key === GOOD) result.context = { plan: 'free', ...PLAN_LIMITS.free }
+  return result
+}
+
+const stub: ProxyHandler = async () => {
+  calls.function += 1
+  return { statusCode: 200, body: '[]' }
+}
+
+const serve = async (options: Partial<LocalGatewayOptions>) => {
+  const server = createServer(
+    createLocalGateway({
+      handlers: { listPets: stub, createPet: stub, getPet: stub },
+      authorizer,
+      clock: () => now,
+      authorizerCacheTtlSeconds: TTL_SECONDS,
+      ...options,
+    }),
+  )
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return { server, baseUrl: `http://127.0.0.1:${port}/v1` }
+}
+
+const close = (server: Server | undefined) =>
+  new Promise<void>((resolve) => {
+    if (!server) return resolve()
+    server.close(() => resolve())
+    server.closeAllConnections()
+  })
+
+let gateway: { server: Server; baseUrl: string }
+beforeAll(async () => {
+  gateway = await serve({})
+})
+afterAll(() => close(gateway?.server))
+beforeEach(() => {
+  calls.authorizer = 0
+  calls.function = 0
+  now += 3_600_000 // every test starts with an empty cache and full buckets
+})
+
+describe('the local gateway in front of the authorizer', () => {
+  it('answers a missing or malformed Authorization header 401 without invoking the authorizer', async () => {
+    const api = apiClient(gateway.baseUrl)
+    const headers = [
+      undefined,
+      'Bearer short',
+      'Basic dXNlcjpwYXNzd29yZDAxMjM0NTY3ODk=',
+      `Bearer ${'k'.repeat(129)}`,
+      `Bearer ${GOOD}=x`,
+      `Bearer  `,
+    ]
+    for (const header of headers) {
+      const response = await api.get('/pets', header ? { headers: { Authorization: header } } : {})
+      expect(response.status).toBe(401)
+      expect(response.json).toMatchObject({ code: 'unauthorized', status: 401 })
+      expect(response.headers.get('www-authenticate')).toBe(BEARER_CHALLENGE)
+    }
+    expect(calls).toEqual({ authorizer: 0, function: 0 })
+  })
+
+  it('caches an allow per header value for the TTL, then asks again', async () => {
+    const api = apiClient(gateway.baseUrl, GOOD)
+    for (let i = 0; i < 3; i += 1) expect((await api.get('/pets')).status).toBe(200)
+    expect(calls.authorizer).toBe(1)
+    // Another spelling of the same key is another cache entry, as on AWS.
+    const respelled = { key: null, headers: { Authorization: `bearer ${GOOD}` } }
+    expect((await api.get('/pets', respelled)).status).toBe(200)
+    expect(calls.authorizer).toBe(2)
+    now += TTL_SECONDS * 1000 - 1
+    await api.get('/pets')
+    expect(calls.authorizer).toBe(2)
+    now += 1
+    await api.get('/pets')
+    expect(calls.authorizer).toBe(3)
+    expect(calls.function).toBe(6)
+  })
+
+  it('caches a denial too, and never caches an authorizer failure', async () => {
+    const denied = apiClient(gateway.baseUrl, REVOKED)
+    for (let i = 0; i < 2; i += 1) {
+      const response = await denied.get('/pets')
+      expect(response.status).toBe(401)
+      expect(response.headers.get('www-authenticate')).toBe(BEARER_CHALLENGE)
+    }
+    expect(calls.authorizer).toBe(1)
+    const broken = apiClient(gateway.baseUrl, BROKEN)
+    for (let i = 0; i < 2; i += 1) {
+      expect((await broken.get('/pets')).json).toMatchObject({
+        code: 'internal_error',
+        status: 500,
+      })
+    }
+    expect(calls).toEqual({ authorizer: 3, function: 0 })
+  })
+
+  it('refuses a key the authorizer gives no plan (INVALID_API_KEY) before the function', async () => {
+    const response = await apiClient(gateway.baseUrl, NO_PLAN).get('/pets')
+    expect(response.status).toBe(401)
+    expect(response.json).toMatchObject({ code: 'unauthorized', status: 401 })
+    expect(calls.function).toBe(0)
+  })
+
+  it('asks the authorizer on every request with TTL 0', async () => {
+    const uncached = await serve({ authorizerCacheTtlSeconds: 0 })
+    try {
+      const api = apiClient(uncached.baseUrl, GOOD)
+      for (let i = 0; i < 3; i += 1) await api.get('/pets')
+      expect(calls.authorizer).toBe(3)
+    } finally {
+      await close(uncached.server)
+    }
+  })
+
+  it('answers a backstop refusal itself: the function never runs', async () => {
+    const tiny = await serve({
+      backstopFor: () => ({ rateLimit: 1, burstLimit: 2, dailyQuota: 3 }),
+    })
+    try {
+      const api = apiClient(tiny.baseUrl, GOOD)
+      const statuses = async (count: number) => {
+        const codes: (string | number)[] = []
+        for (let i = 0; i < count; i += 1) {
+          const response = await api.get('/pets')
+          codes.push(response.status === 200 ? 200 : (response.json as { code: string }).code)
+        }
+        return codes
+      }
+      expect(await statuses(3)).toEqual([200, 200, 'rate_limited'])
+      now += 1_000
+      expect(await statuses(2)).toEqual([200, 'quota_exceeded'])
+      expect(calls.function).toBe(3)
+    } finally {
+      await close(tiny.server)
+    }
+  })
+})
