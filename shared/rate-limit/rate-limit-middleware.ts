@@ -72,6 +72,14 @@ const boundedBy = (
     ? { ...window, remaining: Math.min(window.remaining, known.remaining) }
     : window
 
+/**
+ * Until when a refusal is sure to stand: the end of its UTC minute (rate_limited), of its UTC day
+ * (quota_exceeded) or of the suspension (whose windows both reset when it ends). Exact instants,
+ * not Retry-After, which is rounded up to whole seconds.
+ */
+const refusalEndMs = (decision: RateLimitDecision): number =>
+  decision.outcome === 'quota_exceeded' ? decision.day.resetAtMs : decision.minute.resetAtMs
+
 const rejectionOf = (decision: Decided): HttpError | undefined => {
   if (decision.configFailure) {
     return new HttpError('service_unavailable', { headers: retryAfterHeaders(1) })
@@ -141,7 +149,7 @@ export const rateLimitMiddleware = ({
     }
     if (decision.outcome !== 'admitted') {
       metrics?.addMetric(REJECTION_METRICS[decision.outcome], MetricUnit.Count, 1)
-      remember(refusedUntil, key.keyId, decision.nowMs + (decision.retryAfterSeconds ?? 1) * 1000)
+      remember(refusedUntil, key.keyId, refusalEndMs(decision))
     }
     return decision
   }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import {
   createDocumentClient,
   DYNAMO_CLIENT_LIMITS,
@@ -8,11 +8,30 @@ import {
 
 /** The function timeouts the CDK stack sets (infra/constructs: authorizer 5 s, pet functions 10 s). */
 const AUTHORIZER_TIMEOUT_MS = 5_000
+const PET_FUNCTION_TIMEOUT_MS = 10_000
+
+/** The part of the SDK's retry strategy (RetryStrategyV2) the backoff check drives. */
+interface RetryStrategyLike {
+  acquireInitialRetryToken(scope: string): Promise<unknown>
+  refreshRetryTokenForRetry(token: unknown, info: { errorType: string }): Promise<unknown>
+}
+
+afterEach(() => {
+  vi.useRealTimers()
+  vi.restoreAllMocks()
+})
 
 describe('DynamoDB client limits', () => {
-  it('lets every attempt of a stalled call time out inside the shortest function timeout', () => {
-    expect(worstCaseCallMs()).toBe(4_200)
-    expect(worstCaseCallMs()).toBeLessThan(AUTHORIZER_TIMEOUT_MS)
+  it('lets every attempt of a stalled call time out well inside the shortest function timeout', () => {
+    expect(worstCaseCallMs()).toBe(3_000)
+    // "Well inside": a second of headroom for the rest of the invocation.
+    expect(worstCaseCallMs()).toBeLessThanOrEqual(AUTHORIZER_TIMEOUT_MS - 1_000)
+    // The longest path that can still answer makes three calls in a row (limiter, id block, put).
+    expect(3 * worstCaseCallMs()).toBeLessThan(PET_FUNCTION_TIMEOUT_MS)
+    // The connection timeout runs inside the request timeout, never after it.
+    expect(DYNAMO_CLIENT_LIMITS.connectionTimeoutMs).toBeLessThan(
+      DYNAMO_CLIENT_LIMITS.requestTimeoutMs,
+    )
   })
 
   it('gives the SDK client those limits and the configured endpoint', async () => {
@@ -30,4 +49,27 @@ describe('DynamoDB client limits', () => {
     const client = createDocumentClient({ ...config, region: 'us-east-1' })
     expect(await client.config.maxAttempts()).toBe(2)
   })
+
+  it.each([
+    ['THROTTLING', DYNAMO_CLIENT_LIMITS.maxBackoffMs],
+    ['TRANSIENT', 25],
+  ] as const)(
+    'matches the SDK backoff the arithmetic assumes (%s: at most %i ms before the retry)',
+    async (errorType, maxDelayMs) => {
+      vi.useFakeTimers()
+      vi.spyOn(Math, 'random').mockReturnValue(0.999_999)
+      const client = createDocumentClient({ ...dynamoConfigFromEnv({}), region: 'us-east-1' })
+      const strategy = (await client.config.retryStrategy()) as unknown as RetryStrategyLike
+      const token = await strategy.acquireInitialRetryToken('dynamodb')
+      const startedAt = Date.now()
+      const retry = strategy.refreshRetryTokenForRetry(token, { errorType })
+      await vi.runAllTimersAsync()
+      await retry
+      const waitedMs = Date.now() - startedAt
+      expect(waitedMs).toBeLessThanOrEqual(maxDelayMs)
+      // The throttling wait is the one in the worst case: it must be what the arithmetic says.
+      if (errorType === 'THROTTLING') expect(waitedMs).toBeGreaterThan(maxDelayMs * 0.99)
+      client.destroy()
+    },
+  )
 })
