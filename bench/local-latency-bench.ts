@@ -11,11 +11,18 @@ import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handle
 import { createCreatePetHandler } from '#functions/create-pet/create-pet-handler.ts'
 import { createGetPetHandler } from '#functions/get-pet/get-pet-handler.ts'
 import { createListPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
-import { petFunctionDependencies } from '#functions/pet-function-dependencies.ts'
+import {
+  createPetFunctionDependencies,
+  petFunctionDependencies,
+} from '#functions/pet-function-dependencies.ts'
 import { ensureTable, IN_MEMORY, startEmbeddedDynamo } from '#local/embedded-dynamo.ts'
 import { createLocalGateway, type ProxyHandler } from '#local/local-gateway.ts'
 import { LocalKeyStore } from '#local/local-key-store.ts'
-import { petTableDefinition, rateLimitTableDefinition } from '#shared/data/table-schema.ts'
+import {
+  idempotencyTableDefinition,
+  petTableDefinition,
+  rateLimitTableDefinition,
+} from '#shared/data/table-schema.ts'
 import { logger } from '#shared/observability/logger.ts'
 import { percentile } from './bench-stats.ts'
 
@@ -35,21 +42,26 @@ const env = {
   ...process.env,
   TABLE_NAME: 'bench-pets',
   RATE_LIMIT_TABLE_NAME: 'bench-limits',
+  IDEMPOTENCY_TABLE_NAME: 'bench-idempotency',
   DYNAMODB_ENDPOINT: dynamo.endpoint,
 }
 const admin = new DynamoDBClient({ endpoint: dynamo.endpoint })
 await ensureTable(admin, petTableDefinition('bench-pets'))
 await ensureTable(admin, rateLimitTableDefinition('bench-limits'))
+await ensureTable(admin, idempotencyTableDefinition('bench-idempotency'))
 
 const serve = async (withLimiter: boolean) => {
-  const deps = (operation: 'listPets' | 'createPet' | 'getPet') => {
-    const all = petFunctionDependencies(operation, env)
+  const withoutLimiter = <T extends { rateLimit?: unknown }>(all: T): T => {
     if (!withLimiter) delete all.rateLimit
     return all
   }
+  const deps = (operation: 'listPets' | 'getPet') =>
+    withoutLimiter(petFunctionDependencies(operation, env))
   const handlers = {
     listPets: createListPetsHandler(deps('listPets')) as unknown as ProxyHandler,
-    createPet: createCreatePetHandler(deps('createPet')) as unknown as ProxyHandler,
+    createPet: createCreatePetHandler(
+      withoutLimiter(createPetFunctionDependencies(env)),
+    ) as unknown as ProxyHandler,
     getPet: createGetPetHandler(deps('getPet')) as unknown as ProxyHandler,
   }
   const keyStore = new LocalKeyStore({

@@ -3,6 +3,7 @@ import { type OperationId, routeOf } from '#shared/config/routes-config.ts'
 import { CursorCodec } from '#shared/data/cursor-codec.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
+import { IdempotencyRepository } from '#shared/data/idempotency-repository.ts'
 import { PetRepository } from '#shared/data/pet-repository.ts'
 import type { HttpPipelineOptions } from '#shared/middleware/http-pipeline.ts'
 import { logger } from '#shared/observability/logger.ts'
@@ -26,7 +27,18 @@ export interface PetFunctionDependencies extends HttpPipelineOptions {
 export const petFunctionDependencies = (
   operationId: OperationId,
   env: NodeJS.ProcessEnv = process.env,
-): PetFunctionDependencies => {
+): PetFunctionDependencies => withClient(operationId, env).deps
+
+/** createPet's dependencies: a pet function's plus the idempotency records (its own table). */
+export const createPetFunctionDependencies = (
+  env: NodeJS.ProcessEnv = process.env,
+): PetFunctionDependencies & { idempotency: IdempotencyRepository } => {
+  const { deps, client } = withClient('createPet', env)
+  const tableName = requireEnv('IDEMPOTENCY_TABLE_NAME', env)
+  return { ...deps, idempotency: new IdempotencyRepository({ client, tableName }) }
+}
+
+const withClient = (operationId: OperationId, env: NodeJS.ProcessEnv) => {
   const tableName = requireEnv('TABLE_NAME', env)
   // Traced here (X-Ray subsegment per DynamoDB call) so shared/data stays free of the tracer.
   const client = tracer.captureAWSv3Client(createDocumentClient(dynamoConfigFromEnv(env)))
@@ -34,7 +46,7 @@ export const petFunctionDependencies = (
   const ids = new BlockIdAllocator({ client, tableName, blockSize })
   // One metrics instance per function: what the rate limiter counts is published with the rest.
   const metrics = createMetrics(operationId)
-  return {
+  const deps: PetFunctionDependencies = {
     logger,
     observability: observabilityMiddlewares(operationId, { metrics }),
     clock: systemClock,
@@ -51,4 +63,5 @@ export const petFunctionDependencies = (
       metrics,
     }),
   }
+  return { deps, client }
 }

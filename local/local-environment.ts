@@ -2,6 +2,7 @@
 export const LOCAL_TABLES = {
   pets: 'petstore-local-pets',
   rateLimits: 'petstore-local-rate-limits',
+  idempotency: 'petstore-local-idempotency',
 }
 
 export interface LocalEnvironmentOptions {
@@ -22,6 +23,7 @@ export const localFunctionEnvironment = (
   const env: Record<string, string> = {
     TABLE_NAME: LOCAL_TABLES.pets,
     RATE_LIMIT_TABLE_NAME: LOCAL_TABLES.rateLimits,
+    IDEMPOTENCY_TABLE_NAME: LOCAL_TABLES.idempotency,
     DYNAMODB_ENDPOINT: endpoint,
     AWS_REGION: current.AWS_REGION ?? 'us-east-1',
   }

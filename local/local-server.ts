@@ -6,7 +6,11 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { functionEntry } from '#functions/function-entries.ts'
 import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
-import { petTableDefinition, rateLimitTableDefinition } from '#shared/data/table-schema.ts'
+import {
+  idempotencyTableDefinition,
+  petTableDefinition,
+  rateLimitTableDefinition,
+} from '#shared/data/table-schema.ts'
 import type { Clock } from '#shared/time/clock.ts'
 import {
   type EmbeddedDynamo,
@@ -99,6 +103,7 @@ export const startLocal = async (
   const admin = new DynamoDBClient({ endpoint })
   await ensureTable(admin, petTableDefinition(LOCAL_TABLES.pets))
   await ensureTable(admin, rateLimitTableDefinition(LOCAL_TABLES.rateLimits))
+  await ensureTable(admin, idempotencyTableDefinition(LOCAL_TABLES.idempotency))
   admin.destroy()
 
   const keys = await bootstrapLocalKeys(config)

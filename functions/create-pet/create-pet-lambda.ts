@@ -1,4 +1,4 @@
-import { petFunctionDependencies } from '#functions/pet-function-dependencies.ts'
+import { createPetFunctionDependencies } from '#functions/pet-function-dependencies.ts'
 import { createCreatePetHandler } from './create-pet-handler.ts'
 
-export const handler = createCreatePetHandler(petFunctionDependencies('createPet'))
+export const handler = createCreatePetHandler(createPetFunctionDependencies())

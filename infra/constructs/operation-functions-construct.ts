@@ -4,12 +4,24 @@ import { functionEntry } from '#functions/function-entries.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
 import { API_VERSION_PATH, type OperationId, ROUTES } from '#shared/config/routes-config.ts'
 import { PET_TABLE } from '#shared/data/table-schema.ts'
-import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-construct.ts'
+import {
+  PetstoreFunction,
+  stageFunctionDefaults,
+  type TableAccess,
+} from './petstore-function-construct.ts'
 
 export interface OperationFunctionsProps {
   config: StageConfig
   petTable: ITable
   rateLimitTable: ITable
+  /** createPet's idempotency records. */
+  idempotencyTable: ITable
+}
+
+const PET_TABLE_ACCESS: Record<OperationId, TableAccess> = {
+  listPets: 'LIST',
+  getPet: 'LOOKUP',
+  createPet: 'APPEND',
 }
 
 const pascalCase = (operationId: string): string =>
@@ -21,7 +33,7 @@ const pascalCase = (operationId: string): string =>
  */
 export const addOperationFunctions = (
   scope: Construct,
-  { config, petTable, rateLimitTable }: OperationFunctionsProps,
+  { config, petTable, rateLimitTable, idempotencyTable }: OperationFunctionsProps,
 ): Record<OperationId, PetstoreFunction> => {
   const { stage } = config
   const defaults = stageFunctionDefaults(config)
@@ -33,14 +45,16 @@ export const addOperationFunctions = (
       description: `Petstore ${stage}: ${route.operationId} (${route.method} ${API_VERSION_PATH}${route.path})`,
       logGroupName: `/petstore/${stage}/${route.functionName}`,
     })
-    if (route.access === 'read') {
-      fn.bindTable(petTable, 'RO', {
-        envVar: 'TABLE_NAME',
-        indexNames: [PET_TABLE.statusIndex.name],
-      })
-    } else {
-      // create: PutItem of the pet, UpdateItem of the id counter; never Scan or Query.
-      fn.bindTable(petTable, 'RW', { envVar: 'TABLE_NAME' })
+    // Each operation only what its repository calls: getPet one GetItem, listPets a Scan or a
+    // Query of the status index, createPet a PutItem of the pet and an UpdateItem of the id
+    // counter (it never reads pets).
+    const petAccess = PET_TABLE_ACCESS[route.operationId]
+    fn.bindTable(petTable, petAccess, {
+      envVar: 'TABLE_NAME',
+      ...(petAccess === 'LIST' ? { indexNames: [PET_TABLE.statusIndex.name] } : {}),
+    })
+    if (route.operationId === 'createPet') {
+      fn.bindTable(idempotencyTable, 'RW', { envVar: 'IDEMPOTENCY_TABLE_NAME' })
     }
     // Every operation is rate limited: counters are read and updated item by item.
     fn.bindTable(rateLimitTable, 'RW', { envVar: 'RATE_LIMIT_TABLE_NAME' })

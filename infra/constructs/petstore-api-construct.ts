@@ -19,6 +19,7 @@ export interface PetstoreApiProps {
   config: StageConfig
   petTable: ITable
   rateLimitTable: ITable
+  idempotencyTable: ITable
   /** The stage's copy of its API keys and plans: the key sync writes it, the authorizer reads it. */
   keyMirrorTable: ITable
 }
@@ -50,11 +51,16 @@ export class PetstoreApi extends Construct {
   constructor(
     scope: Construct,
     id: string,
-    { config, petTable, rateLimitTable, keyMirrorTable }: PetstoreApiProps,
+    { config, petTable, rateLimitTable, idempotencyTable, keyMirrorTable }: PetstoreApiProps,
   ) {
     super(scope, id)
     this.authorizerFunction = addApiKeyAuthorizerFunction(this, config, keyMirrorTable)
-    this.functions = addOperationFunctions(this, { config, petTable, rateLimitTable })
+    this.functions = addOperationFunctions(this, {
+      config,
+      petTable,
+      rateLimitTable,
+      idempotencyTable,
+    })
     const authorizer = addApiKeyAuthorizer(this, config, this.authorizerFunction)
     const { api, accessLogGroup } = addRestApi(this, config, authorizer)
     this.api = api

@@ -29,25 +29,39 @@ export const ESM_REQUIRE_BANNER =
   "import { createRequire as __petstoreCreateRequire } from 'node:module'; const require = __petstoreCreateRequire(import.meta.url);"
 
 /**
- * RO: item reads, queries and scans of the table and the named indexes (list, get).
- * RW: single-item reads and writes of the table, no scans (create, the rate limiter).
- * LOOKUP: single-item reads by key only (the authorizer on the key mirror).
+ * What a function may do to a table, one level per need, so no operation holds a right it never
+ * uses (least privilege per operation):
+ * LOOKUP: single-item reads by key (getPet on pets, the authorizer on the key mirror).
+ * LIST: a scan of the table and queries of the named indexes only (listPets).
+ * APPEND: puts and updates, no reads (createPet on pets: the pet, the id counter).
+ * RW: single-item reads and writes, no scans (the rate limiter, the idempotency records).
  * REBUILD: a keys-only scan and batch puts and deletes, no single-item calls (the key sync on the
  * key mirror; BatchWriteItem is authorized as itself, not as PutItem or DeleteItem).
  */
-export type TableAccess = 'RO' | 'RW' | 'LOOKUP' | 'REBUILD'
+export type TableAccess = 'LOOKUP' | 'LIST' | 'APPEND' | 'RW' | 'REBUILD'
 
-export const TABLE_ACTIONS: Record<TableAccess, readonly string[]> = {
-  RO: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Scan'],
-  RW: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
-  LOOKUP: ['dynamodb:GetItem'],
-  REBUILD: ['dynamodb:Scan', 'dynamodb:BatchWriteItem'],
-}
+/** Each level's statements: actions on the table itself, or on the named indexes. */
+const TABLE_GRANTS: Record<TableAccess, readonly { on: 'table' | 'indexes'; actions: string[] }[]> =
+  {
+    LOOKUP: [{ on: 'table', actions: ['dynamodb:GetItem'] }],
+    LIST: [
+      { on: 'table', actions: ['dynamodb:Scan'] },
+      { on: 'indexes', actions: ['dynamodb:Query'] },
+    ],
+    APPEND: [{ on: 'table', actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] }],
+    RW: [{ on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'] }],
+    REBUILD: [{ on: 'table', actions: ['dynamodb:Scan', 'dynamodb:BatchWriteItem'] }],
+  }
+
+/** Every DynamoDB action any level grants (the monitoring construct watches these operations). */
+export const TABLE_ACTIONS: readonly string[] = [
+  ...new Set(Object.values(TABLE_GRANTS).flatMap((grants) => grants.flatMap((g) => g.actions))),
+]
 
 export interface TableBinding {
   /** The environment variable that carries the table name. */
   envVar: string
-  /** GSIs the function queries (RO only); named exactly, so no index wildcard is granted. */
+  /** GSIs the function queries (LIST only); named exactly, so no index wildcard is granted. */
   indexNames?: readonly string[]
 }
 
@@ -157,16 +171,12 @@ export class PetstoreFunction extends Construct {
    * the table and the named indexes are resources: no wildcard, no other table.
    */
   bindTable(table: ITable, access: TableAccess, binding: TableBinding): this {
-    const indexArns =
-      access === 'RO'
-        ? (binding.indexNames ?? []).map((name) => `${table.tableArn}/index/${name}`)
-        : []
-    this.role.addToPrincipalPolicy(
-      new PolicyStatement({
-        actions: [...TABLE_ACTIONS[access]],
-        resources: [table.tableArn, ...indexArns],
-      }),
-    )
+    const indexArns = (binding.indexNames ?? []).map((name) => `${table.tableArn}/index/${name}`)
+    for (const grant of TABLE_GRANTS[access]) {
+      const resources = grant.on === 'table' ? [table.tableArn] : indexArns
+      if (resources.length === 0) throw new Error(`${access} access needs indexNames`)
+      this.role.addToPrincipalPolicy(new PolicyStatement({ actions: grant.actions, resources }))
+    }
     this.function.addEnvironment(binding.envVar, table.tableName)
     return this
   }

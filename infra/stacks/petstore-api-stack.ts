@@ -11,6 +11,7 @@ export interface PetstoreApiStackProps extends StackProps {
   config: StageConfig
   petTable: ITable
   rateLimitTable: ITable
+  idempotencyTable: ITable
   keyMirrorTable: ITable
 }
 
@@ -22,7 +23,14 @@ export class PetstoreApiStack extends Stack {
   constructor(
     scope: Construct,
     id: string,
-    { config, petTable, rateLimitTable, keyMirrorTable, ...props }: PetstoreApiStackProps,
+    {
+      config,
+      petTable,
+      rateLimitTable,
+      idempotencyTable,
+      keyMirrorTable,
+      ...props
+    }: PetstoreApiStackProps,
   ) {
     super(scope, id, { terminationProtection: config.retainData, ...props })
     const { stage } = config
@@ -30,6 +38,7 @@ export class PetstoreApiStack extends Stack {
       config,
       petTable,
       rateLimitTable,
+      idempotencyTable,
       keyMirrorTable,
     })
     const { api, functions, authorizerFunction, keySyncFunction, usagePlans } = this.petstoreApi
@@ -47,6 +56,7 @@ export class PetstoreApiStack extends Stack {
       tables: [
         { name: 'Pet', table: petTable },
         { name: 'RateLimit', table: rateLimitTable },
+        { name: 'Idempotency', table: idempotencyTable },
         { name: 'KeyMirror', table: keyMirrorTable },
       ],
       ...(config.alarmEmail ? { alarmEmail: config.alarmEmail } : {}),

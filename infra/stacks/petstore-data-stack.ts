@@ -4,6 +4,8 @@ import type { Construct } from 'constructs'
 import type { StageConfig } from '#infra/config/stage-config.ts'
 import { PetstoreTable } from '#infra/constructs/petstore-table-construct.ts'
 import {
+  IDEMPOTENCY_TABLE,
+  idempotencyTableDefinition,
   keyMirrorTableDefinition,
   petTableDefinition,
   RATE_LIMIT_TABLE,
@@ -22,6 +24,7 @@ export interface PetstoreDataStackProps extends StackProps {
 export class PetstoreDataStack extends Stack {
   readonly petTable: ITable
   readonly rateLimitTable: ITable
+  readonly idempotencyTable: ITable
   readonly keyMirrorTable: ITable
 
   constructor(scope: Construct, id: string, { config, ...props }: PetstoreDataStackProps) {
@@ -52,6 +55,21 @@ export class PetstoreDataStack extends Stack {
         'The rate-limit table holds only per-minute and per-day counters that expire by TTL; restoring them to an earlier point would serve no one.',
     })
 
+    const idempotency = new PetstoreTable(this, 'IdempotencyTable', {
+      definition: idempotencyTableDefinition('idempotency'),
+      // createPet's answers to Idempotency-Keys, for 24 hours, then expired by TTL.
+      removalPolicy: RemovalPolicy.DESTROY,
+      deletionProtection: false,
+      pointInTimeRecovery: false,
+      timeToLiveAttribute: IDEMPOTENCY_TABLE.ttlAttribute,
+    })
+    this.idempotencyTable = idempotency.table
+    Validations.of(idempotency).acknowledge({
+      id: 'AwsSolutions-DDB3',
+      reason:
+        'Idempotency records only replay a create for 24 hours and expire by TTL; the pets they name are in the pet table, which has point-in-time recovery.',
+    })
+
     const keyMirror = new PetstoreTable(this, 'KeyMirrorTable', {
       definition: keyMirrorTableDefinition('key-mirror'),
       // A copy of the stage's API keys and usage plans that the key-sync function rebuilds from
@@ -69,6 +87,7 @@ export class PetstoreDataStack extends Stack {
 
     new CfnOutput(this, 'PetTableName', { value: this.petTable.tableName })
     new CfnOutput(this, 'RateLimitTableName', { value: this.rateLimitTable.tableName })
+    new CfnOutput(this, 'IdempotencyTableName', { value: this.idempotencyTable.tableName })
     new CfnOutput(this, 'KeyMirrorTableName', { value: this.keyMirrorTable.tableName })
   }
 }

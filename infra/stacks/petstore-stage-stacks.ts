@@ -40,6 +40,7 @@ export const addStageStacks = (app: App, config: StageConfig): StageStacks => {
     description: `Petstore ${config.stage}: functions, REST API, usage plans, alarms, dashboard`,
     petTable: data.petTable,
     rateLimitTable: data.rateLimitTable,
+    idempotencyTable: data.idempotencyTable,
     keyMirrorTable: data.keyMirrorTable,
   })
   for (const stack of [data, api]) {

@@ -7,6 +7,7 @@ import {
   ScanCommand,
 } from '@aws-sdk/lib-dynamodb'
 import type { NewPet, Pet, PetStatus } from '#shared/domain/pet-schema.ts'
+import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
 import type { IdAllocator } from './id-allocator.ts'
 import { PET_TABLE, petKey } from './table-schema.ts'
 
@@ -44,17 +45,37 @@ export class PetRepository {
   }
 
   async create(newPet: NewPet): Promise<Pet> {
-    const pet: Pet = { id: await this.#ids.next(), ...newPet }
-    await this.#client.send(
-      new PutCommand({
-        TableName: this.#tableName,
-        Item: { ...petKey(pet.id), ...pet, createdAt: new Date().toISOString() },
-        // Belt and braces: the allocator never repeats an id, and a put never overwrites a pet.
-        ConditionExpression: 'attribute_not_exists(#pk)',
-        ExpressionAttributeNames: { '#pk': PET_TABLE.partitionKey },
-      }),
-    )
+    const pet: Pet = { id: await this.allocateId(), ...newPet }
+    // The allocator never repeats an id: an existing item here means a broken counter.
+    if ((await this.insert(pet)) === 'exists') throw new Error(`pet id ${pet.id} is taken`)
     return pet
+  }
+
+  /** A fresh id, never handed out before (ids may have gaps, never repeats). */
+  allocateId(): Promise<number> {
+    return this.#ids.next()
+  }
+
+  /**
+   * Writes a pet under an id from allocateId. A put never overwrites a pet: when an item with that
+   * id exists already the answer is `exists` and nothing is written (an idempotent create that
+   * takes over a crashed attempt's id relies on this; it never needs to read the pet).
+   */
+  async insert(pet: Pet): Promise<'written' | 'exists'> {
+    try {
+      await this.#client.send(
+        new PutCommand({
+          TableName: this.#tableName,
+          Item: { ...petKey(pet.id), ...pet, createdAt: new Date().toISOString() },
+          ConditionExpression: 'attribute_not_exists(#pk)',
+          ExpressionAttributeNames: { '#pk': PET_TABLE.partitionKey },
+        }),
+      )
+      return 'written'
+    } catch (error) {
+      if (isConditionFailure(error)) return 'exists'
+      throw error
+    }
   }
 
   async get(id: number): Promise<Pet | undefined> {

@@ -69,3 +69,20 @@ export const keyMirrorTableDefinition = (tableName: string): CreateTableCommandI
   AttributeDefinitions: [{ AttributeName: KEY_MIRROR_TABLE.partitionKey, AttributeType: 'S' }],
   KeySchema: [{ AttributeName: KEY_MIRROR_TABLE.partitionKey, KeyType: 'HASH' }],
 })
+
+/**
+ * Idempotency records of createPet: one item per (API key, Idempotency-Key), keyed by the SHA-256
+ * (hex) of both (see shared/data/idempotency-repository.ts), removed by DynamoDB TTL on
+ * `expiresAt` (Unix seconds) once the 24-hour window has passed.
+ */
+export const IDEMPOTENCY_TABLE = {
+  partitionKey: 'pk',
+  ttlAttribute: 'expiresAt',
+} as const
+
+export const idempotencyTableDefinition = (tableName: string): CreateTableCommandInput => ({
+  TableName: tableName,
+  BillingMode: 'PAY_PER_REQUEST',
+  AttributeDefinitions: [{ AttributeName: IDEMPOTENCY_TABLE.partitionKey, AttributeType: 'S' }],
+  KeySchema: [{ AttributeName: IDEMPOTENCY_TABLE.partitionKey, KeyType: 'HASH' }],
+})

@@ -13,3 +13,8 @@ export const IDEMPOTENCY_WINDOW_SECONDS = 24 * 60 * 60
 export const IdempotencyKeySchema = z
   .string()
   .check(z.regex(/^[\x21-\x7E]{1,255}$/, { error: 'must be 1 to 255 visible ASCII characters' }))
+
+/** The request headers createPet reads, by their canonical names (looked up case-insensitively). */
+export const CreatePetHeadersSchema = z.object({
+  [IDEMPOTENCY_KEY_HEADER]: z.optional(IdempotencyKeySchema),
+})

@@ -48,3 +48,9 @@ export const isDatastoreConfigurationError = (error: unknown): boolean =>
   typeof error === 'object' &&
   error !== null &&
   CONFIGURATION_ERROR_NAMES.has((error as { name?: string }).name ?? '')
+
+/** A conditional write refused by its condition: an expected outcome the caller decides about. */
+export const isConditionFailure = (
+  error: unknown,
+): error is { name: 'ConditionalCheckFailedException'; Item?: Record<string, unknown> } =>
+  (error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException'

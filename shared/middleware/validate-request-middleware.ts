@@ -2,12 +2,15 @@ import type { APIGatewayProxyEvent } from 'aws-lambda'
 import type * as z from 'zod/mini'
 import type { ErrorDetail } from '#shared/domain/error-schema.ts'
 import { validationFailed } from '#shared/errors/http-error.ts'
+import { getHeader } from '#shared/http/http-headers.ts'
 import type { ApiEvent, ApiMiddleware } from './http-types.ts'
 
 export interface RequestSchemas {
   body?: z.ZodMiniType
   query?: z.ZodMiniType
   path?: z.ZodMiniType
+  /** Headers by canonical name: only the object's own members are looked up (case-insensitively). */
+  headers?: z.ZodMiniObject
 }
 
 export type RequestInput<S extends RequestSchemas> = {
@@ -40,8 +43,21 @@ const detailsOf = (error: z.core.$ZodError): ErrorDetail[] =>
     return [{ field: at || '(root)', message: issue.message }]
   })
 
+/** The named headers that were sent, under the names the schema gives them. */
+const headersOf = (
+  event: APIGatewayProxyEvent,
+  schema: z.ZodMiniObject,
+): Record<string, string> => {
+  const result: Record<string, string> = {}
+  for (const name of Object.keys(schema.def.shape)) {
+    const value = getHeader(event, name)
+    if (value !== undefined) result[name] = value
+  }
+  return result
+}
+
 /**
- * Validates path, query and JSON body against zod schemas and puts the typed result on
+ * Validates path, query, headers and JSON body against zod schemas and puts the typed result on
  * `event.input`; every broken field is named in one 400 validation_failed.
  */
 export const validateRequestMiddleware = <S extends RequestSchemas>(
@@ -52,11 +68,12 @@ export const validateRequestMiddleware = <S extends RequestSchemas>(
     const sources = {
       path: () => event.pathParameters ?? {},
       query: () => queryOf(event),
+      headers: () => (schemas.headers ? headersOf(event, schemas.headers) : {}),
       body: () => event.jsonBody,
     }
     const input: Record<string, unknown> = {}
     const details: ErrorDetail[] = []
-    for (const location of ['path', 'query', 'body'] as const) {
+    for (const location of ['path', 'query', 'headers', 'body'] as const) {
       const schema = schemas[location]
       if (!schema) continue
       const result = schema.safeParse(sources[location]())

@@ -1,6 +1,7 @@
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
 import { RATE_LIMIT_TABLE } from '#shared/data/table-schema.ts'
+import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import {
   minuteLabel,
@@ -171,9 +172,6 @@ const numberOf = (value: unknown): number => {
   }
   return Number(value)
 }
-
-const isConditionFailure = (error: unknown): error is { Item?: Record<string, unknown> } =>
-  (error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException'
 
 export interface DynamoRateLimiterOptions {
   client: DynamoDBDocumentClient

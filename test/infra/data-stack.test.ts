@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import {
-  KEY_MIRROR_TABLE,
+  IDEMPOTENCY_TABLE,
+  idempotencyTableDefinition,
   keyMirrorTableDefinition,
   PET_TABLE,
   petTableDefinition,
@@ -9,22 +10,21 @@ import {
 } from '#shared/data/table-schema.ts'
 import { appStage, type CfnResource, propsOf, resourcesOf } from './support/synth-app.ts'
 
-/**
- * The three tables of a stage: the pet table has the status GSI, the rate-limit table has TTL,
- * the key mirror is keyed by the key hash.
- */
+/** The four tables of a stage, found by the construct ids the data stack gives them. */
 const tablesOf = (stage: 'staging' | 'production') => {
-  const tables = resourcesOf(appStage(stage).data, 'AWS::DynamoDB::Table').map(([, table]) => table)
-  expect(tables).toHaveLength(3)
-  const pets = tables.find((table) => propsOf(table).GlobalSecondaryIndexes) as CfnResource
-  const rateLimits = tables.find((table) => propsOf(table).TimeToLiveSpecification) as CfnResource
-  const keyMirror = tables.find((table) =>
-    JSON.stringify(propsOf(table).KeySchema).includes(`"${KEY_MIRROR_TABLE.partitionKey}"`),
-  ) as CfnResource
-  expect(pets).toBeDefined()
-  expect(rateLimits).toBeDefined()
-  expect(keyMirror).toBeDefined()
-  return { pets, rateLimits, keyMirror }
+  const tables = resourcesOf(appStage(stage).data, 'AWS::DynamoDB::Table')
+  expect(tables).toHaveLength(4)
+  const byId = (prefix: string) => {
+    const found = tables.filter(([logicalId]) => logicalId.startsWith(prefix))
+    expect(found).toHaveLength(1)
+    return found[0]?.[1] as CfnResource
+  }
+  return {
+    pets: byId('PetTable'),
+    rateLimits: byId('RateLimitTable'),
+    idempotency: byId('IdempotencyTable'),
+    keyMirror: byId('KeyMirrorTable'),
+  }
 }
 
 describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
@@ -85,6 +85,19 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
     })
   })
 
+  it('idempotency table: on demand, encrypted, records expire by TTL after 24 hours', () => {
+    const { idempotency } = tablesOf(stage)
+    expect(propsOf(idempotency)).toMatchObject({
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: idempotencyTableDefinition('any').KeySchema,
+      AttributeDefinitions: idempotencyTableDefinition('any').AttributeDefinitions,
+      SSESpecification: { SSEEnabled: true },
+      TimeToLiveSpecification: { AttributeName: IDEMPOTENCY_TABLE.ttlAttribute, Enabled: true },
+    })
+    expect(propsOf(idempotency).GlobalSecondaryIndexes).toBeUndefined()
+    expect(idempotency.DeletionPolicy).toBe('Delete')
+  })
+
   it('key mirror table: on demand, encrypted, keyed by the key hash, no recovery', () => {
     const { keyMirror } = tablesOf(stage)
     expect(propsOf(keyMirror)).toMatchObject({
@@ -100,7 +113,8 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
   })
 
   it('names no table, so CloudFormation can replace one and two stages can share an account', () => {
-    const { pets, rateLimits, keyMirror } = tablesOf(stage)
+    const { pets, rateLimits, idempotency, keyMirror } = tablesOf(stage)
+    expect(propsOf(idempotency).TableName).toBeUndefined()
     expect(propsOf(pets).TableName).toBeUndefined()
     expect(propsOf(rateLimits).TableName).toBeUndefined()
     expect(propsOf(keyMirror).TableName).toBeUndefined()
@@ -109,7 +123,12 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
   it('publishes every table name', () => {
     const outputs = appStage(stage).data.toJSON().Outputs as Record<string, unknown>
     expect(Object.keys(outputs)).toEqual(
-      expect.arrayContaining(['PetTableName', 'RateLimitTableName', 'KeyMirrorTableName']),
+      expect.arrayContaining([
+        'PetTableName',
+        'RateLimitTableName',
+        'IdempotencyTableName',
+        'KeyMirrorTableName',
+      ]),
     )
   })
 
@@ -117,7 +136,7 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
     const types = Object.values(
       appStage(stage).data.toJSON().Resources as Record<string, CfnResource>,
     ).map((resource) => resource.Type)
-    expect(types).toEqual(Array(3).fill('AWS::DynamoDB::Table'))
+    expect(types).toEqual(Array(4).fill('AWS::DynamoDB::Table'))
   })
 })
 

@@ -122,6 +122,10 @@ describe('function configuration', () => {
         expect(JSON.stringify(env.RATE_LIMIT_TABLE_NAME)).toMatch(/RateLimitTable/)
         expect(env.ENTERPRISE_LIMITS).toBeUndefined()
         expect(env.KEY_MIRROR_TABLE_NAME).toBeUndefined()
+        // Only createPet keeps idempotency records.
+        if (route.operationId === 'createPet') {
+          expect(JSON.stringify(env.IDEMPOTENCY_TABLE_NAME)).toMatch(/IdempotencyTable/)
+        } else expect(env.IDEMPOTENCY_TABLE_NAME).toBeUndefined()
       }
     }
   })
@@ -191,7 +195,9 @@ describe('IAM: least privilege per function', () => {
           ? 'rate-limit-table'
           : text.includes('KeyMirrorTable')
             ? 'key-mirror-table'
-            : undefined
+            : text.includes('IdempotencyTable')
+              ? 'idempotency-table'
+              : undefined
       if (table && text.includes('Fn::ImportValue'))
         return index ? `${table}/index/${index}` : table
       const apiPath = /:apigateway:",\{"Ref":"AWS::Region"\},"::(\/[^"]*)"/.exec(text)?.[1]
@@ -231,31 +237,33 @@ describe('IAM: least privilege per function', () => {
   ]
   const index = PET_TABLE.statusIndex.name
 
-  it.each(STAGES)('%s: list and get read the pet table and nothing writes it', (stage) => {
-    for (const operationId of ['listPets', 'getPet']) {
-      expect(grantsOf(apiOf(stage), operationId)).toEqual(
-        [
-          ...BASE,
-          ...RATE_LIMITER,
-          'dynamodb:GetItem on pet-table',
-          `dynamodb:GetItem on pet-table/index/${index}`,
-          'dynamodb:Query on pet-table',
-          `dynamodb:Query on pet-table/index/${index}`,
-          'dynamodb:Scan on pet-table',
-          `dynamodb:Scan on pet-table/index/${index}`,
-        ].sort(),
-      )
-    }
+  it.each(STAGES)('%s: getPet reads one pet by key: it cannot query or scan', (stage) => {
+    expect(grantsOf(apiOf(stage), 'getPet')).toEqual(
+      [...BASE, ...RATE_LIMITER, 'dynamodb:GetItem on pet-table'].sort(),
+    )
   })
 
-  it.each(STAGES)('%s: create puts pets and updates the id counter, never scans', (stage) => {
+  it.each(STAGES)('%s: listPets scans the table or queries the status index only', (stage) => {
+    expect(grantsOf(apiOf(stage), 'listPets')).toEqual(
+      [
+        ...BASE,
+        ...RATE_LIMITER,
+        'dynamodb:Scan on pet-table',
+        `dynamodb:Query on pet-table/index/${index}`,
+      ].sort(),
+    )
+  })
+
+  it.each(STAGES)('%s: createPet writes pets but cannot read them', (stage) => {
     expect(grantsOf(apiOf(stage), 'createPet')).toEqual(
       [
         ...BASE,
         ...RATE_LIMITER,
-        'dynamodb:GetItem on pet-table',
         'dynamodb:PutItem on pet-table',
         'dynamodb:UpdateItem on pet-table',
+        'dynamodb:GetItem on idempotency-table',
+        'dynamodb:PutItem on idempotency-table',
+        'dynamodb:UpdateItem on idempotency-table',
       ].sort(),
     )
   })
@@ -362,6 +370,7 @@ describe('bundles', () => {
           AWS_REGION: 'eu-west-1',
           TABLE_NAME: 'pets',
           RATE_LIMIT_TABLE_NAME: 'rate-limits',
+          IDEMPOTENCY_TABLE_NAME: 'idempotency',
           KEY_MIRROR_TABLE_NAME: 'key-mirror',
           REST_API_ID: 'abc123',
           API_STAGE: 'production',

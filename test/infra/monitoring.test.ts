@@ -170,7 +170,8 @@ describe('alarms', () => {
     const tables = tableAlarms.map((alarm) =>
       JSON.stringify(alarm.Metrics?.[1]?.MetricStat?.Metric.Dimensions),
     )
-    expect(tables).toHaveLength(3)
+    expect(tables).toHaveLength(4)
+    expect(tables.some((text) => text.includes('IdempotencyTable'))).toBe(true)
     expect(tables.some((text) => text.includes('PetTable'))).toBe(true)
     expect(tables.some((text) => text.includes('RateLimitTable'))).toBe(true)
     expect(tables.some((text) => text.includes('KeyMirrorTable'))).toBe(true)
@@ -179,7 +180,7 @@ describe('alarms', () => {
   it('notifies the stage topic on alarm and on recovery', () => {
     const [[topicId]] = resourcesOf(production, 'AWS::SNS::Topic') as [[string, CfnResource]]
     const alarms = alarmsOf(production)
-    expect(alarms).toHaveLength(10)
+    expect(alarms).toHaveLength(11)
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([{ Ref: topicId }])
       expect(alarm.OKActions).toEqual([{ Ref: topicId }])

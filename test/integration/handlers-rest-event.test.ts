@@ -5,6 +5,7 @@ import { createListPetsHandler } from '#functions/list-pets/list-pets-handler.ts
 import { routeOf } from '#shared/config/routes-config.ts'
 import { CursorCodec } from '#shared/data/cursor-codec.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
+import { IdempotencyRepository } from '#shared/data/idempotency-repository.ts'
 import { PetRepository } from '#shared/data/pet-repository.ts'
 import { logger } from '#shared/observability/logger.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
@@ -22,6 +23,7 @@ const SUNSET = Date.parse('2030-12-05T00:00:00Z')
 
 let env: DynamoTestEnv
 let pets: PetRepository
+let idempotency: IdempotencyRepository
 const cursors = new CursorCodec('handlers-rest-event-test')
 
 beforeAll(async () => {
@@ -32,6 +34,7 @@ beforeAll(async () => {
     tableName: env.petTable,
     ids: new BlockIdAllocator({ client, tableName: env.petTable, blockSize: 5 }),
   })
+  idempotency = new IdempotencyRepository({ client, tableName: env.idempotencyTable })
 })
 afterAll(async () => {
   await env?.close()
@@ -39,7 +42,7 @@ afterAll(async () => {
 
 const context = lambdaContext()
 const createPet = (request: RestRequest) =>
-  createCreatePetHandler({ logger, pets })(
+  createCreatePetHandler({ logger, pets, idempotency })(
     restEvent({ method: 'POST', headers: { 'Content-Type': 'application/json' }, ...request }),
     context,
   )

@@ -2,7 +2,11 @@ import { randomUUID } from 'node:crypto'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { ensureTable, IN_MEMORY, startEmbeddedDynamo } from '#local/embedded-dynamo.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
-import { petTableDefinition, rateLimitTableDefinition } from '#shared/data/table-schema.ts'
+import {
+  idempotencyTableDefinition,
+  petTableDefinition,
+  rateLimitTableDefinition,
+} from '#shared/data/table-schema.ts'
 
 /**
  * A DynamoDB for integration tests: in-memory dynalite, or the endpoint in DYNAMODB_ENDPOINT
@@ -13,6 +17,7 @@ export interface DynamoTestEnv {
   endpoint: string
   petTable: string
   rateLimitTable: string
+  idempotencyTable: string
   client: DynamoDBClient
   documentClient: ReturnType<typeof createDocumentClient>
   close(): Promise<void>
@@ -31,13 +36,16 @@ export const startDynamoTestEnv = async (): Promise<DynamoTestEnv> => {
   const suffix = randomUUID().slice(0, 8)
   const petTable = `test-pets-${suffix}`
   const rateLimitTable = `test-rate-limits-${suffix}`
+  const idempotencyTable = `test-idempotency-${suffix}`
   await ensureTable(client, petTableDefinition(petTable))
   await ensureTable(client, rateLimitTableDefinition(rateLimitTable))
+  await ensureTable(client, idempotencyTableDefinition(idempotencyTable))
   const documentClient = createDocumentClient(config)
   return {
     endpoint,
     petTable,
     rateLimitTable,
+    idempotencyTable,
     client,
     documentClient,
     close: async () => {
