@@ -83,7 +83,6 @@ const create = (body: object, idempotencyKey?: string, remainingMs = 10_000) =>
         'Content-Type': 'application/json',
         ...(idempotencyKey ? { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey } : {}),
       },
-      authorizer: { keyId: 'key-1', plan: 'enterprise', perMinute: 1e6, perDay: 1e7 },
     }),
     contextWith(remainingMs),
   )
