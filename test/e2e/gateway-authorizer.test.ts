@@ -12,6 +12,9 @@ import { BEARER_CHALLENGE, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
 import { apiClient } from '#test/support/local-server.ts'
 
+/** The functions here are stubs, not the service: their answers are not the contract's. */
+const STUB_CLIENT = { contract: false }
+
 /**
  * The local gateway's authorizer layer over HTTP, with a counting authorizer and a stub function
  * in place of the real ones: the token validation pattern answers before the authorizer runs, the
@@ -84,7 +87,7 @@ beforeEach(() => {
 
 describe('the local gateway in front of the authorizer', () => {
   it('answers a missing or malformed Authorization header 401 without invoking the authorizer', async () => {
-    const api = apiClient(gateway.baseUrl)
+    const api = apiClient(gateway.baseUrl, undefined, STUB_CLIENT)
     const headers = [
       undefined,
       'Bearer short',
@@ -103,7 +106,7 @@ describe('the local gateway in front of the authorizer', () => {
   })
 
   it('caches an allow per header value for the TTL, then asks again', async () => {
-    const api = apiClient(gateway.baseUrl, GOOD)
+    const api = apiClient(gateway.baseUrl, GOOD, STUB_CLIENT)
     for (let i = 0; i < 3; i += 1) expect((await api.get('/pets')).status).toBe(200)
     expect(calls.authorizer).toBe(1)
     // Another spelling of the same key is another cache entry, as on AWS.
@@ -120,14 +123,14 @@ describe('the local gateway in front of the authorizer', () => {
   })
 
   it('caches a denial too, and never caches an authorizer failure', async () => {
-    const denied = apiClient(gateway.baseUrl, REVOKED)
+    const denied = apiClient(gateway.baseUrl, REVOKED, STUB_CLIENT)
     for (let i = 0; i < 2; i += 1) {
       const response = await denied.get('/pets')
       expect(response.status).toBe(401)
       expect(response.headers.get('www-authenticate')).toBe(BEARER_CHALLENGE)
     }
     expect(calls.authorizer).toBe(1)
-    const broken = apiClient(gateway.baseUrl, BROKEN)
+    const broken = apiClient(gateway.baseUrl, BROKEN, STUB_CLIENT)
     for (let i = 0; i < 2; i += 1) {
       expect((await broken.get('/pets')).json).toMatchObject({
         code: 'internal_error',
@@ -138,7 +141,7 @@ describe('the local gateway in front of the authorizer', () => {
   })
 
   it('refuses a key the authorizer gives no plan (INVALID_API_KEY) before the function', async () => {
-    const response = await apiClient(gateway.baseUrl, NO_PLAN).get('/pets')
+    const response = await apiClient(gateway.baseUrl, NO_PLAN, STUB_CLIENT).get('/pets')
     expect(response.status).toBe(401)
     expect(response.json).toMatchObject({ code: 'unauthorized', status: 401 })
     expect(calls.function).toBe(0)
@@ -147,7 +150,7 @@ describe('the local gateway in front of the authorizer', () => {
   it('asks the authorizer on every request with TTL 0', async () => {
     const uncached = await serve({ authorizerCacheTtlSeconds: 0 })
     try {
-      const api = apiClient(uncached.baseUrl, GOOD)
+      const api = apiClient(uncached.baseUrl, GOOD, STUB_CLIENT)
       for (let i = 0; i < 3; i += 1) await api.get('/pets')
       expect(calls.authorizer).toBe(3)
     } finally {
@@ -160,7 +163,7 @@ describe('the local gateway in front of the authorizer', () => {
       backstopFor: () => ({ rateLimit: 1, burstLimit: 2, dailyQuota: 3 }),
     })
     try {
-      const api = apiClient(tiny.baseUrl, GOOD)
+      const api = apiClient(tiny.baseUrl, GOOD, STUB_CLIENT)
       const statuses = async (count: number) => {
         const codes: (string | number)[] = []
         for (let i = 0; i < count; i += 1) {

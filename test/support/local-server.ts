@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { StartLocalOptions } from '#local/local-server.ts'
+import { assertKeepsContract } from './contract-validator.ts'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 
@@ -153,8 +154,19 @@ export interface ApiResponse<T = unknown> {
   json: T
 }
 
-/** A small HTTP client over fetch that keeps the raw text (int64 digits) and parsed JSON. */
-export const apiClient = (baseUrl: string, key?: string) => {
+export interface ApiClientOptions {
+  /**
+   * Check every response against openapi/openapi.json (default). Only tests of the gateway in
+   * front of stub functions, which answer nothing like the service, turn it off.
+   */
+  contract?: boolean
+}
+
+/**
+ * A small HTTP client over fetch that keeps the raw text (int64 digits) and parsed JSON, and
+ * fails on any response that breaks the published OpenAPI contract.
+ */
+export const apiClient = (baseUrl: string, key?: string, clientOptions: ApiClientOptions = {}) => {
   const request = async <T = unknown>(
     method: string,
     path: string,
@@ -171,6 +183,10 @@ export const apiClient = (baseUrl: string, key?: string) => {
     const url = path.startsWith('http') ? path : `${baseUrl}${path}`
     const response = await fetch(url, { method, headers, ...(body !== undefined ? { body } : {}) })
     const text = await response.text()
+    // Every response the end-to-end suites receive must keep the published contract.
+    if (clientOptions.contract !== false) {
+      assertKeepsContract({ method, url, status: response.status, headers: response.headers, text })
+    }
     let json: unknown
     try {
       json = text ? JSON.parse(text) : undefined

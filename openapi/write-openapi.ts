@@ -1,0 +1,10 @@
+import { fileURLToPath } from 'node:url'
+import {
+  OPENAPI_DOCUMENT_FILE,
+  OPENAPI_TYPES_FILE,
+  writeOpenApiArtifacts,
+} from './openapi-artifacts.ts'
+
+await writeOpenApiArtifacts()
+console.log(`wrote ${fileURLToPath(OPENAPI_DOCUMENT_FILE)}`)
+console.log(`wrote ${fileURLToPath(OPENAPI_TYPES_FILE)}`)

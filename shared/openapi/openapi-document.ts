@@ -1,0 +1,397 @@
+import * as z from 'zod/mini'
+import { BEARER_CHALLENGE } from '#shared/auth/bearer-token.ts'
+import { PLAN_DISPLAY_NAMES, PLAN_LIMITS, PLAN_NAMES } from '#shared/config/plans-config.ts'
+import { API_VERSION_PATH, ROUTES, type Route } from '#shared/config/routes-config.ts'
+import { ErrorSchema } from '#shared/domain/error-schema.ts'
+import {
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_WINDOW_SECONDS,
+  IDEMPOTENT_REPLAYED_HEADER,
+  IdempotencyKeySchema,
+} from '#shared/domain/idempotency-schema.ts'
+import {
+  Int64Schema,
+  LIMIT_DEFAULT,
+  LIMIT_MAX,
+  NewPetSchema,
+  PET_STATUSES,
+  PetIdSchema,
+  PetSchema,
+} from '#shared/domain/pet-schema.ts'
+import { ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
+import { MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
+
+/**
+ * The OpenAPI 3.1 document of the API, built from the zod schemas (types and validation), the
+ * route table, the error table and the plan table: one source of truth, so the published contract
+ * cannot drift from the code. `npm run openapi` writes it to openapi/openapi.json; a test fails
+ * when the committed file is stale, and the end-to-end suite checks every response against it.
+ */
+
+type JsonSchema = Record<string, unknown>
+
+/** zod -> JSON Schema 2020-12 (OpenAPI 3.1's dialect), int64 spelled as OpenAPI spells it. */
+const jsonSchemaOf = (schema: z.ZodMiniType, io: 'input' | 'output'): JsonSchema => {
+  const { $schema: _dialect, ...json } = z.toJSONSchema(schema, {
+    io,
+    unrepresentable: 'any',
+    override: (context) => {
+      const zodSchema = context.zodSchema as unknown
+      const type = (zodSchema as { _zod?: { def?: { type?: string } } })._zod?.def?.type
+      if (zodSchema === Int64Schema || type === 'bigint') {
+        // Exact int64: clients must parse these digits without rounding (JSON numbers).
+        for (const key of Object.keys(context.jsonSchema)) delete context.jsonSchema[key]
+        Object.assign(context.jsonSchema, { type: 'integer', format: 'int64' })
+      } else if (zodSchema === PetIdSchema) {
+        Object.assign(context.jsonSchema, { format: 'int64' })
+      }
+    },
+  }) as JsonSchema
+  return json
+}
+
+const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` })
+
+const PET_DESCRIPTION = {
+  name: "The animal's name: at least one non-whitespace character, at most 200.",
+  categoryId: 'Id of the category the animal belongs to (int64, kept exactly).',
+  status: 'Availability; optional, no default. A pet without it appears only in unfiltered lists.',
+}
+
+const withDescriptions = (schema: JsonSchema, descriptions: Record<string, string>) => {
+  const properties = schema.properties as Record<string, JsonSchema>
+  for (const [name, description] of Object.entries(descriptions)) {
+    if (properties[name]) properties[name] = { ...properties[name], description }
+  }
+  return schema
+}
+
+const integerHeader = (description: string) => ({
+  description,
+  schema: { type: 'integer', minimum: 0 },
+})
+const stringHeader = (description: string, required = false) => ({
+  description,
+  ...(required ? { required: true } : {}),
+  schema: { type: 'string' },
+})
+
+const headers = {
+  'X-RateLimit-Limit': integerHeader(
+    'Requests allowed in the window (UTC minute or UTC day) with the fewest requests left.',
+  ),
+  'X-RateLimit-Remaining': integerHeader('Requests left in that window.'),
+  'X-RateLimit-Reset': integerHeader('When that window resets, in Unix seconds.'),
+  'RateLimit-Policy': stringHeader(
+    'Both windows, IETF draft-ietf-httpapi-ratelimit-headers, e.g. `"minute";q=60;w=60, "day";q=1000;w=86400`.',
+  ),
+  RateLimit: stringHeader(
+    'What is left of both windows, e.g. `"minute";r=59;t=42, "day";r=999;t=3600`.',
+  ),
+  'Retry-After': { ...integerHeader('Seconds to wait before retrying.'), required: true },
+  Location: {
+    ...stringHeader("The new pet's address: `{base}/pets/{id}`.", true),
+    schema: { type: 'string', format: 'uri' },
+  },
+  [IDEMPOTENT_REPLAYED_HEADER]: {
+    description: `\`true\` when this is the stored answer to an earlier request with the same \`${IDEMPOTENCY_KEY_HEADER}\`.`,
+    schema: { type: 'string', enum: ['true'] },
+  },
+  Link: stringHeader('RFC 8288: `<{url with cursor}>; rel="next"` when more pets exist.'),
+  'X-Next-Cursor': stringHeader('The cursor of the next page (also in the `next` link).'),
+  Deprecation: stringHeader(
+    'RFC 9745: when the operation was deprecated, `@{unix seconds}`.',
+    true,
+  ),
+  Sunset: stringHeader('RFC 8594: when the operation is removed (HTTP date).', true),
+  SuccessorLink: {
+    ...stringHeader('`<{base}/pets>; rel="successor-version"`: the replacement operation.', true),
+  },
+  'WWW-Authenticate': stringHeader(`RFC 6750 challenge: \`${BEARER_CHALLENGE}\`.`, true),
+} as const
+
+type HeaderName = keyof typeof headers
+
+const RATE_LIMIT_HEADERS = [
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'RateLimit-Policy',
+  'RateLimit',
+] as const
+
+/**
+ * Rate-limit headers are on every answer to a request with a valid key: required on success; on
+ * errors absent when the key was not valid or the gateway answered before any function ran.
+ */
+const rateLimitHeaders = (required: boolean) =>
+  Object.fromEntries(
+    RATE_LIMIT_HEADERS.map((name) => [
+      name,
+      required ? { ...headers[name], required } : headers[name],
+    ]),
+  )
+
+/** Header objects inline (a reference could not say `required` per response). */
+const headerObjects = (names: readonly HeaderName[]) =>
+  Object.fromEntries(names.map((name) => [name === 'SuccessorLink' ? 'Link' : name, headers[name]]))
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid JSON (`invalid_json`) or a value that breaks the schema (`validation_failed`, with `details`).',
+  401: 'API key missing, malformed, unknown or revoked (`unauthorized`).',
+  404: 'No pet with that id (`pet_not_found`).',
+  409: `Another request with this \`${IDEMPOTENCY_KEY_HEADER}\` is still running (\`idempotency_in_progress\`).`,
+  410: 'The operation was removed at its sunset (`gone`).',
+  413: `Body over ${MAX_BODY_BYTES / 1024} KiB (\`payload_too_large\`).`,
+  415: 'Body not `application/json` (`unsupported_media_type`).',
+  422: `This \`${IDEMPOTENCY_KEY_HEADER}\` was used with a different body (\`idempotency_key_reused\`).`,
+  429: 'Over the per-minute limit (`rate_limited`), the daily quota (`quota_exceeded`), or suspended (`key_suspended`).',
+  500: 'Unexpected error (`internal_error`), logged with the request id.',
+  503: 'The datastore throttles or fails (`service_unavailable`); retry after `Retry-After`.',
+}
+
+const codesWith = (status: number): ErrorCode[] =>
+  (Object.keys(ERROR_STATUS) as ErrorCode[]).filter((code) => ERROR_STATUS[code] === status)
+
+/** One reusable response per error status, its codes listed, its headers documented. */
+const errorResponse = (status: number) => {
+  const extra: Record<string, unknown> =
+    status === 401
+      ? headerObjects(['WWW-Authenticate'])
+      : {
+          ...rateLimitHeaders(false),
+          ...([409, 429, 503].includes(status) ? headerObjects(['Retry-After']) : {}),
+        }
+  return {
+    description: ERROR_DESCRIPTIONS[status] ?? `Error ${status}.`,
+    ...(Object.keys(extra).length > 0 ? { headers: extra } : {}),
+    content: {
+      'application/json': {
+        schema: {
+          allOf: [
+            ref('schemas', 'Error'),
+            {
+              type: 'object',
+              properties: {
+                code: { enum: codesWith(status) },
+                status: { const: status },
+              },
+            },
+          ],
+        },
+      },
+    },
+  }
+}
+
+/** The error statuses each operation can answer, gateway and function alike. */
+const COMMON_ERRORS = [400, 401, 429, 500, 503]
+const OPERATION_ERRORS: Record<Route['operationId'], number[]> = {
+  listPets: COMMON_ERRORS,
+  createPet: [...COMMON_ERRORS, 409, 413, 415, 422],
+  getPet: [...COMMON_ERRORS, 404, 410],
+}
+
+const errorResponses = (operationId: Route['operationId'], extraHeaders: Record<string, unknown>) =>
+  Object.fromEntries(
+    OPERATION_ERRORS[operationId]
+      .sort((a, b) => a - b)
+      .map((status) => {
+        const base = { $ref: `#/components/responses/Error${status}` }
+        if (Object.keys(extraHeaders).length === 0 || status === 401) return [String(status), base]
+        // A deprecated operation marks its errors too: spell the response out with its headers.
+        const shared = errorResponse(status)
+        return [
+          String(status),
+          { ...shared, headers: { ...(shared.headers ?? {}), ...extraHeaders } },
+        ]
+      }),
+  )
+
+const planTable = PLAN_NAMES.map((plan) =>
+  plan === 'enterprise'
+    ? `| ${PLAN_DISPLAY_NAMES[plan]} | custom | custom |`
+    : `| ${PLAN_DISPLAY_NAMES[plan]} | ${PLAN_LIMITS[plan].perMinute} | ${PLAN_LIMITS[plan].perDay} |`,
+).join('\n')
+
+const routeOf = (operationId: Route['operationId']) =>
+  ROUTES.find((route) => route.operationId === operationId) as Route
+
+const listPets = () => ({
+  operationId: 'listPets',
+  summary: 'List animals',
+  description:
+    'A page of pets, optionally filtered by status (ordered by id when filtered). When more exist the response carries `Link: <...>; rel="next"` and `X-Next-Cursor`; the body stays a plain array.',
+  parameters: [
+    {
+      name: 'limit',
+      in: 'query',
+      description: 'Maximum number of animals returned.',
+      schema: { type: 'integer', minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT },
+    },
+    {
+      name: 'status',
+      in: 'query',
+      description: 'Only pets with this status.',
+      schema: ref('schemas', 'PetStatus'),
+    },
+    {
+      name: 'cursor',
+      in: 'query',
+      description:
+        'Opaque position from `X-Next-Cursor` (or the `next` link); only valid with the same `status`.',
+      schema: { type: 'string', minLength: 1, maxLength: 1024 },
+    },
+  ],
+  responses: {
+    200: {
+      description: 'A page of pets.',
+      headers: { ...rateLimitHeaders(true), ...headerObjects(['Link', 'X-Next-Cursor']) },
+      content: { 'application/json': { schema: ref('schemas', 'Pets') } },
+    },
+    ...errorResponses('listPets', {}),
+  },
+})
+
+const createPet = () => ({
+  operationId: 'createPet',
+  summary: 'Add an animal',
+  description: `Stores a new pet and answers with it and its assigned id. With \`${IDEMPOTENCY_KEY_HEADER}\` a repeat within ${IDEMPOTENCY_WINDOW_SECONDS / 3600} hours gets the first answer again (marked \`${IDEMPOTENT_REPLAYED_HEADER}: true\`) instead of a second pet.`,
+  parameters: [
+    {
+      name: IDEMPOTENCY_KEY_HEADER,
+      in: 'header',
+      description: `Makes retries safe: scoped to the API key, remembered ${IDEMPOTENCY_WINDOW_SECONDS / 3600} hours.`,
+      schema: jsonSchemaOf(IdempotencyKeySchema, 'input'),
+    },
+  ],
+  requestBody: {
+    required: true,
+    content: { 'application/json': { schema: ref('schemas', 'NewPet') } },
+  },
+  responses: {
+    201: {
+      description: 'The new pet (or, with a repeated Idempotency-Key, the first answer again).',
+      headers: {
+        ...rateLimitHeaders(true),
+        ...headerObjects(['Location', IDEMPOTENT_REPLAYED_HEADER as HeaderName]),
+      },
+      content: { 'application/json': { schema: ref('schemas', 'Pet') } },
+    },
+    ...errorResponses('createPet', {}),
+  },
+})
+
+const getPet = () => {
+  const route = routeOf('getPet')
+  const sunset = 'deprecation' in route ? route.deprecation.sunsetAt.slice(0, 10) : ''
+  const deprecationHeaders = headerObjects(['Deprecation', 'Sunset', 'SuccessorLink'])
+  return {
+    operationId: 'getPet',
+    summary: 'Get an animal (deprecated)',
+    description: `Deprecated: removed on ${sunset} (410 \`gone\` from then on). Use \`GET /pets\` with the \`status\` filter.`,
+    deprecated: true,
+    parameters: [
+      {
+        name: 'petId',
+        in: 'path',
+        required: true,
+        description: 'Id of the animal.',
+        schema: { type: 'integer', format: 'int64', minimum: 1 },
+      },
+    ],
+    responses: {
+      200: {
+        description: 'The pet.',
+        headers: { ...rateLimitHeaders(true), ...deprecationHeaders },
+        content: { 'application/json': { schema: ref('schemas', 'Pet') } },
+      },
+      ...errorResponses('getPet', deprecationHeaders),
+    },
+  }
+}
+
+const OPERATIONS = { listPets, createPet, getPet }
+
+const paths = () => {
+  const result: Record<string, Record<string, unknown>> = {}
+  for (const route of ROUTES) {
+    const operation = OPERATIONS[route.operationId]()
+    result[route.path] ??= {}
+    ;(result[route.path] as Record<string, unknown>)[route.method.toLowerCase()] = operation
+  }
+  return result
+}
+
+export const buildOpenApiDocument = () => ({
+  openapi: '3.1.0',
+  info: {
+    title: 'Pet store API',
+    version: '1.0.0',
+    summary: 'A pet store catalogue over HTTP with JSON bodies.',
+    description: [
+      'List animals, add an animal and fetch one animal by id. Every operation needs `Authorization: Bearer <key>`.',
+      '',
+      'Every response to a request with a valid key carries `X-RateLimit-*` and `RateLimit-Policy`/`RateLimit`. Plans:',
+      '',
+      '| plan | requests per minute | requests per day |',
+      '|---|---|---|',
+      planTable,
+      '',
+      'Over a limit: 429 with `Retry-After`; a key whose refused requests in one minute exceed its per-minute limit is suspended for 15 minutes. Every error is `application/json` with `{code, message, status}`.',
+    ].join('\n'),
+    license: { name: 'UNLICENSED', identifier: 'LicenseRef-UNLICENSED' },
+  },
+  servers: [
+    {
+      url: `https://{apiId}.execute-api.{region}.amazonaws.com/production${API_VERSION_PATH}`,
+      description: 'Production (or `https://{domain}/v1` behind a custom domain)',
+      variables: {
+        apiId: {
+          default: 'abc123defg',
+          description: 'The REST API id (stack output `RestApiId`).',
+        },
+        region: { default: 'us-east-1', description: 'The AWS region of the deployment.' },
+      },
+    },
+    {
+      url: `https://{apiId}.execute-api.{region}.amazonaws.com/staging${API_VERSION_PATH}`,
+      description: 'Staging',
+      variables: {
+        apiId: {
+          default: 'abc123defg',
+          description: 'The REST API id (stack output `RestApiId`).',
+        },
+        region: { default: 'us-east-1', description: 'The AWS region of the deployment.' },
+      },
+    },
+    { url: `http://127.0.0.1:3000${API_VERSION_PATH}`, description: 'Local (`npm start`)' },
+  ],
+  security: [{ bearerAuth: [] }],
+  paths: paths(),
+  components: {
+    securitySchemes: {
+      bearerAuth: {
+        type: 'http',
+        scheme: 'bearer',
+        description: 'An API key as a bearer token, issued per usage plan.',
+      },
+    },
+    schemas: {
+      PetStatus: { type: 'string', enum: [...PET_STATUSES] },
+      NewPet: withDescriptions(jsonSchemaOf(NewPetSchema, 'input'), PET_DESCRIPTION),
+      Pet: withDescriptions(jsonSchemaOf(PetSchema, 'output'), {
+        id: 'Assigned by the service: positive, below 2^53, never reused.',
+        ...PET_DESCRIPTION,
+      }),
+      Pets: { type: 'array', items: ref('schemas', 'Pet') },
+      Error: jsonSchemaOf(ErrorSchema, 'output'),
+    },
+    responses: Object.fromEntries(
+      // getPet spells its errors out (with its deprecation headers): only shared ones here.
+      [...new Set([...OPERATION_ERRORS.listPets, ...OPERATION_ERRORS.createPet])]
+        .sort((a, b) => a - b)
+        .map((status) => [`Error${status}`, errorResponse(status)]),
+    ),
+  },
+})
