@@ -9,7 +9,6 @@ import type { HttpPipelineOptions } from '#shared/middleware/http-pipeline.ts'
 import { logger } from '#shared/observability/logger.ts'
 import { createMetrics } from '#shared/observability/metrics.ts'
 import { observabilityMiddlewares } from '#shared/observability/observability-middleware.ts'
-import { tracer } from '#shared/observability/tracer.ts'
 import { rateLimitMiddleware } from '#shared/rate-limit/rate-limit-middleware.ts'
 import { DynamoRateLimiter } from '#shared/rate-limit/rate-limiter.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
@@ -40,8 +39,7 @@ export const createPetFunctionDependencies = (
 
 const withClient = (operationId: OperationId, env: NodeJS.ProcessEnv) => {
   const tableName = requireEnv('TABLE_NAME', env)
-  // Traced here (X-Ray subsegment per DynamoDB call) so shared/data stays free of the tracer.
-  const client = tracer.captureAWSv3Client(createDocumentClient(dynamoConfigFromEnv(env)))
+  const client = createDocumentClient(dynamoConfigFromEnv(env))
   const blockSize = Number(optionalEnv('ID_BLOCK_SIZE', env) ?? 50)
   const ids = new BlockIdAllocator({ client, tableName, blockSize })
   // One metrics instance per function: what the rate limiter counts is published with the rest.

@@ -32,8 +32,7 @@ export const localFunctionEnvironment = (
     env.AWS_ACCESS_KEY_ID = current.AWS_ACCESS_KEY_ID ?? 'local'
     env.AWS_SECRET_ACCESS_KEY = current.AWS_SECRET_ACCESS_KEY ?? 'local'
   }
-  // No X-Ray daemon or CloudWatch here: keep tracing and EMF metrics off, logs to warnings.
-  env.POWERTOOLS_TRACE_ENABLED = current.POWERTOOLS_TRACE_ENABLED ?? 'false'
+  // No CloudWatch here: keep EMF metrics off, logs to warnings.
   env.POWERTOOLS_METRICS_DISABLED = current.POWERTOOLS_METRICS_DISABLED ?? 'true'
   env.POWERTOOLS_LOG_LEVEL = current.POWERTOOLS_LOG_LEVEL ?? 'WARN'
   return env

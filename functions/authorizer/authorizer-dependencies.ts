@@ -3,7 +3,6 @@ import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-c
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { logger } from '#shared/observability/logger.ts'
 import { authorizerObservabilityMiddlewares } from '#shared/observability/observability-middleware.ts'
-import { tracer } from '#shared/observability/tracer.ts'
 import type { AuthorizerDependencies } from './authorizer-handler.ts'
 import { KeyMirrorStore } from './key-mirror-store.ts'
 
@@ -16,7 +15,7 @@ import { KeyMirrorStore } from './key-mirror-store.ts'
 export const authorizerDependencies = (
   env: NodeJS.ProcessEnv = process.env,
 ): AuthorizerDependencies => {
-  const client = tracer.captureAWSv3Client(createDocumentClient(dynamoConfigFromEnv(env)))
+  const client = createDocumentClient(dynamoConfigFromEnv(env))
   const mirror = new KeyMirrorRepository({
     client,
     tableName: requireEnv('KEY_MIRROR_TABLE_NAME', env),

@@ -8,7 +8,6 @@ import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { logger } from '#shared/observability/logger.ts'
 import { createMetrics, KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { baseMiddlewares } from '#shared/observability/observability-middleware.ts'
-import { tracer } from '#shared/observability/tracer.ts'
 import { systemClock } from '#shared/time/clock.ts'
 import { ApiGatewayKeySource } from './api-gateway-key-source.ts'
 import { TokenBucketPacer } from './call-pacer.ts'
@@ -48,19 +47,19 @@ export const keySyncDependencies = (env: NodeJS.ProcessEnv = process.env): KeySy
   const metrics = createMetrics(KEY_SYNC_OPERATION, env)
   return {
     source: new ApiGatewayKeySource({
-      client: tracer.captureAWSv3Client(createKeySyncApiGatewayClient()),
+      client: createKeySyncApiGatewayClient(),
       restApiId,
       stage,
       pacer: new TokenBucketPacer(KEY_SYNC_CALL_RATE),
     }),
     mirror: new KeyMirrorRepository({
-      client: tracer.captureAWSv3Client(createDocumentClient(dynamoConfigFromEnv(env))),
+      client: createDocumentClient(dynamoConfigFromEnv(env)),
       tableName,
       logger,
     }),
     logger,
     metrics,
     clock: systemClock,
-    middlewares: baseMiddlewares<KeySyncEvent, KeySyncResult>(logger, tracer, metrics),
+    middlewares: baseMiddlewares<KeySyncEvent, KeySyncResult>(logger, metrics),
   }
 }

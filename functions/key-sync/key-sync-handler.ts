@@ -4,6 +4,7 @@ import type { Context, EventBridgeEvent } from 'aws-lambda'
 import type { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
+import { withOriginalStack } from '#shared/observability/original-stack.ts'
 import type { Clock } from '#shared/time/clock.ts'
 import type { KeySource } from './api-gateway-key-source.ts'
 
@@ -133,7 +134,10 @@ export const createKeySyncHandler = (deps: KeySyncDependencies) => {
       return result
     } catch (error) {
       metrics.addMetric(KEY_SYNC_METRICS.failures, MetricUnit.Count, 1)
-      logger.error('Key sync failed: the previous mirror stays in place', { trigger, error })
+      logger.error('Key sync failed: the previous mirror stays in place', {
+        trigger,
+        error: withOriginalStack(error),
+      })
       throw error
     }
   })

@@ -12,6 +12,7 @@ import {
 } from 'aws-cdk-lib/aws-lambda-nodejs'
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
+import { FUNCTION_BUNDLING } from '#infra/config/bundling-config.ts'
 import { logRemovalPolicy, metricsNamespace, type StageConfig } from '#infra/config/stage-config.ts'
 
 /** The repository root: esbuild's project root, where entries and the lock file live. */
@@ -19,14 +20,6 @@ export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
 /** The Lambda runtime this project develops on (the `node` devDependency is Node 24). */
 export const FUNCTION_RUNTIME = Runtime.NODEJS_24_X
-export const BUNDLE_TARGET = 'node24'
-
-/**
- * esbuild's ESM output has no `require`; a CommonJS dependency that requires a Node built-in
- * would fail at runtime with "Dynamic require is not supported" without this shim.
- */
-export const ESM_REQUIRE_BANNER =
-  "import { createRequire as __petstoreCreateRequire } from 'node:module'; const require = __petstoreCreateRequire(import.meta.url);"
 
 /**
  * What a function may do to a table, one level per need, so no operation holds a right it never
@@ -97,8 +90,9 @@ export const stageFunctionDefaults = (config: StageConfig): StageFunctionDefault
 
 /**
  * A NodejsFunction with the project's shared defaults: Node 24 on arm64, one minified ESM
- * bundle with the AWS SDK inside (a pinned SDK version, not whatever the runtime ships), source
- * maps, active X-Ray tracing, an explicit log group with retention, and a role of its own that
+ * bundle with the AWS SDK inside (a pinned SDK version, not whatever the runtime ships), a source
+ * map beside it (read only when an error is logged: shared/observability/original-stack.ts, so
+ * no `--enable-source-maps`), active X-Ray tracing by Lambda itself (no SDK in the bundle), an explicit log group with retention, and a role of its own that
  * starts with nothing but writing to that log group (no AWSLambdaBasicExecutionRole).
  */
 export class PetstoreFunction extends Construct {
@@ -135,24 +129,22 @@ export class PetstoreFunction extends Construct {
       logGroup: this.logGroup,
       tracing: Tracing.ACTIVE,
       environment: {
-        NODE_OPTIONS: '--enable-source-maps',
         POWERTOOLS_SERVICE_NAME: props.serviceName,
         POWERTOOLS_METRICS_NAMESPACE: props.metricsNamespace,
         POWERTOOLS_LOG_LEVEL: 'INFO',
-        // Events and authorizer responses carry API keys: never log or trace them.
+        // Events carry API keys: never log them.
         POWERTOOLS_LOGGER_LOG_EVENT: 'false',
-        POWERTOOLS_TRACER_CAPTURE_RESPONSE: 'false',
         ...props.environment,
       },
       bundling: {
         format: OutputFormat.ESM,
-        target: BUNDLE_TARGET,
-        mainFields: ['module', 'main'],
-        banner: ESM_REQUIRE_BANNER,
-        minify: true,
-        sourceMap: true,
+        target: FUNCTION_BUNDLING.target,
+        mainFields: [...FUNCTION_BUNDLING.mainFields],
+        banner: FUNCTION_BUNDLING.banner,
+        minify: FUNCTION_BUNDLING.minify,
+        sourceMap: FUNCTION_BUNDLING.sourcemap,
         sourceMapMode: SourceMapMode.DEFAULT,
-        sourcesContent: false,
+        sourcesContent: FUNCTION_BUNDLING.sourcesContent,
         bundleAwsSDK: true,
         externalModules: [],
         tsconfig: join(REPO_ROOT, 'tsconfig.json'),

@@ -2,6 +2,7 @@ import { isDatastoreUnavailable } from '#shared/errors/datastore-errors.ts'
 import { HttpError, isHttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
 import { errorResponse } from '#shared/http/http-response.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
+import { withOriginalStack } from '#shared/observability/original-stack.ts'
 import type { ApiMiddleware } from './http-types.ts'
 import { requestIdOf } from './request-id.ts'
 
@@ -23,10 +24,10 @@ export const errorHandlerMiddleware = ({
     if (isHttpError(error)) {
       httpError = error
     } else if (isDatastoreUnavailable(error)) {
-      logger.warn('Datastore unavailable', { error, requestId })
+      logger.warn('Datastore unavailable', { error: withOriginalStack(error), requestId })
       httpError = new HttpError('service_unavailable', { headers: retryAfterHeaders(1) })
     } else {
-      logger.error('Unhandled error', { error, requestId })
+      logger.error('Unhandled error', { error: withOriginalStack(error), requestId })
       httpError = new HttpError('internal_error')
     }
     request.response = errorResponse(httpError, requestId)

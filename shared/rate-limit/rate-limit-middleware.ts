@@ -9,6 +9,7 @@ import type { ApiMiddleware, ApiRequest } from '#shared/middleware/http-types.ts
 import { requestIdOf } from '#shared/middleware/request-id.ts'
 import { addResponseHeaders } from '#shared/middleware/response-headers-middleware.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
+import { withOriginalStack } from '#shared/observability/original-stack.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { rateLimitHeaders } from './rate-limit-headers.ts'
 import {
@@ -131,7 +132,7 @@ export const rateLimitMiddleware = ({
         // No retry cures a missing table or a missing permission, and admitting would leave the
         // key unlimited until someone notices: refuse with 503 and alarm.
         logger.error('Rate limiter store is misconfigured; answering 503', {
-          error: decision.storeError,
+          error: withOriginalStack(decision.storeError),
           keyId: key.keyId,
         })
         metrics?.addMetric(CONFIG_FAILURE_METRIC, MetricUnit.Count, 1)
@@ -141,7 +142,7 @@ export const rateLimitMiddleware = ({
       // limits), log and alarm. An unknown error is treated as transient so a bug in the
       // limiter's own store never takes the whole API down.
       logger.warn('Rate limiter store failed; applying the failure policy', {
-        error: decision.storeError,
+        error: withOriginalStack(decision.storeError),
         keyId: key.keyId,
         outcome: decision.outcome,
       })

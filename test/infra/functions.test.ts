@@ -116,7 +116,6 @@ describe('function configuration', () => {
           POWERTOOLS_SERVICE_NAME: route.operationId,
           POWERTOOLS_METRICS_NAMESPACE: `Petstore/${stage}`,
           POWERTOOLS_LOGGER_LOG_EVENT: 'false',
-          NODE_OPTIONS: '--enable-source-maps',
         })
         expect(JSON.stringify(env.TABLE_NAME)).toMatch(/petstore-[a-z]+-data:.*PetTable/)
         expect(JSON.stringify(env.RATE_LIMIT_TABLE_NAME)).toMatch(/RateLimitTable/)
@@ -143,7 +142,6 @@ describe('function configuration', () => {
       const env = envOf(functionByService(apiOf(stage), 'authorizer')[1])
       expect(env).toMatchObject({
         POWERTOOLS_SERVICE_NAME: 'authorizer',
-        POWERTOOLS_TRACER_CAPTURE_RESPONSE: 'false',
       })
       expect(Object.keys(ownSettingsOf(env))).toEqual(['KEY_MIRROR_TABLE_NAME'])
       expect(JSON.stringify(env.KEY_MIRROR_TABLE_NAME)).toMatch(
@@ -357,7 +355,6 @@ describe('bundles', () => {
     const result = spawnSync(
       process.execPath,
       [
-        '--enable-source-maps',
         '--input-type=module',
         '-e',
         'const m = await import(process.argv[1]); console.log(typeof m.handler)',

@@ -23,7 +23,7 @@ describe('key-sync dependencies', () => {
 
   it('build from a complete environment', () => {
     const deps = keySyncDependencies(ENV)
-    expect(deps.middlewares).toHaveLength(3)
+    expect(deps.middlewares).toHaveLength(2)
   })
 
   it('give the management client a NodeHttpHandler with timeouts and few attempts', async () => {

@@ -6,7 +6,7 @@ import type { TestProject } from 'vitest/node'
 import { CDK_JSON, REPO_ROOT } from './cdk-json.ts'
 
 /** How running infra/app.ts went; test files read the assembly through synth-app.ts. */
-interface AppSynthesis {
+export interface AppSynthesis {
   /** The cloud assembly: templates, manifest and the bundled function code. */
   outdir: string
   status: number | null
@@ -19,8 +19,11 @@ declare module 'vitest' {
   }
 }
 
-/** infra/app.ts run as `cdk synth` runs it: assembly directory and context in the environment. */
-const synthesize = (): AppSynthesis => {
+/**
+ * infra/app.ts run as `cdk synth` runs it: assembly directory and context in the environment.
+ * Also what `npm run bench` measures: the bundles exactly as deployed.
+ */
+export const synthesizeApp = (): AppSynthesis => {
   const outdir = mkdtempSync(join(tmpdir(), 'petstore-cdk-'))
   const env: NodeJS.ProcessEnv = { ...process.env }
   for (const name of Object.keys(env)) if (name.startsWith('AWS_')) delete env[name]
@@ -51,7 +54,7 @@ const synthesize = (): AppSynthesis => {
 export default function setup(project: TestProject): () => void {
   const outdirs: string[] = []
   const run = (): void => {
-    const synthesis = synthesize()
+    const synthesis = synthesizeApp()
     outdirs.push(synthesis.outdir)
     project.provide('appSynthesis', synthesis)
   }

@@ -1,0 +1,81 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { pathToFileURL } from 'node:url'
+import { dynamoCalls, installFakeDynamoHttp } from './fake-dynamo-http.ts'
+
+/**
+ * Runs inside a fresh `node` process (bundled by the bench, so no TypeScript loader skews the
+ * start): imports one function bundle as Lambda would, with DynamoDB answered in memory, then
+ * either invokes it once and reports the time from process start to the end of that first
+ * invocation and peak RSS (mode `init`), or invokes it many times and
+ * reports the time per invocation and DynamoDB calls per request (mode `warm`). `bare` imports
+ * nothing: the baseline a node start costs.
+ */
+interface ChildJob {
+  mode: 'bare' | 'init' | 'warm'
+  bundle: string
+  eventsFile: string
+  invocations: number
+  /** Where the result goes: stdout carries the function's own logs and metrics, as on Lambda. */
+  resultFile: string
+}
+
+const job = JSON.parse(process.argv[2] ?? '{}') as ChildJob
+type Handler = (event: unknown, context: unknown) => Promise<unknown>
+
+const context = {
+  functionName: 'bench',
+  functionVersion: '$LATEST',
+  invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:bench',
+  memoryLimitInMB: '512',
+  awsRequestId: 'bench-request',
+  logGroupName: '/aws/lambda/bench',
+  logStreamName: 'bench',
+  callbackWaitsForEmptyEventLoop: true,
+  getRemainingTimeInMillis: () => 10_000,
+  done: () => undefined,
+  fail: () => undefined,
+  succeed: () => undefined,
+}
+
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number
+
+if (job.mode === 'bare') {
+  // Process start to here: what a node start and this script cost before any bundle.
+  writeFileSync(job.resultFile, JSON.stringify({ readyMs: performance.now() }))
+} else {
+  installFakeDynamoHttp()
+  const { handler } = (await import(pathToFileURL(job.bundle).href)) as { handler: Handler }
+  const events = JSON.parse(readFileSync(job.eventsFile, 'utf8')) as unknown[]
+  const eventAt = (index: number) => structuredClone(events[index % events.length])
+  if (job.mode === 'init') {
+    // A cold start as the caller waits for it: process start to the end of the first invocation.
+    await handler(eventAt(0), context)
+    const readyMs = performance.now()
+    writeFileSync(
+      job.resultFile,
+      JSON.stringify({ readyMs, maxRssKb: process.resourceUsage().maxRSS }),
+    )
+  } else {
+    for (let index = 0; index < 500; index += 1) await handler(eventAt(index), context)
+    dynamoCalls.clear()
+    const samples: number[] = []
+    for (let index = 0; index < job.invocations; index += 1) {
+      const event = eventAt(index)
+      const started = process.hrtime.bigint()
+      await handler(event, context)
+      samples.push(Number(process.hrtime.bigint() - started) / 1000)
+    }
+    samples.sort((a, b) => a - b)
+    const calls = [...dynamoCalls.values()].reduce((sum, count) => sum + count, 0)
+    writeFileSync(
+      job.resultFile,
+      JSON.stringify({
+        medianUs: quantile(samples, 0.5),
+        p99Us: quantile(samples, 0.99),
+        callsPerRequest: calls / job.invocations,
+        calls: Object.fromEntries(dynamoCalls),
+      }),
+    )
+  }
+}
