@@ -43,6 +43,7 @@ const env = {
   TABLE_NAME: 'bench-pets',
   RATE_LIMIT_TABLE_NAME: 'bench-limits',
   IDEMPOTENCY_TABLE_NAME: 'bench-idempotency',
+  CURSOR_SECRET: 'bench-cursor-secret',
   DYNAMODB_ENDPOINT: dynamo.endpoint,
 }
 const admin = new DynamoDBClient({ endpoint: dynamo.endpoint })

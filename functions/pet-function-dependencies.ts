@@ -49,7 +49,8 @@ const withClient = (operationId: OperationId, env: NodeJS.ProcessEnv) => {
     observability: observabilityMiddlewares(operationId, { metrics }),
     clock: systemClock,
     pets: new PetRepository({ client, tableName, ids }),
-    cursors: new CursorCodec(optionalEnv('CURSOR_SECRET', env) ?? `petstore-cursor:${tableName}`),
+    // Per-stage secret made at deploy time (locally: kept in the data directory).
+    cursors: new CursorCodec(requireEnv('CURSOR_SECRET', env)),
     rateLimit: rateLimitMiddleware({
       limiter: new DynamoRateLimiter({
         client,

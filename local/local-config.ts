@@ -42,18 +42,19 @@ const parseApiKeys = (text: string): LocalConfig['apiKeys'] =>
     .split(',')
     .map((entry) => entry.trim())
     .filter((entry) => entry.length > 0)
-    .map((entry) => {
+    .map((entry, index) => {
       const separator = entry.indexOf(':')
       const plan = entry.slice(0, separator).trim().toLowerCase()
       const key = entry.slice(separator + 1).trim()
       if (separator < 0 || !isPlanName(plan)) {
         throw new LocalConfigError(
-          `PETSTORE_API_KEYS entries must be plan:key with plan one of ${PLAN_NAMES.join(', ')}; got "${entry.slice(0, 20)}..."`,
+          // Which entry, never what it says: any part of it may be a key.
+          `PETSTORE_API_KEYS entries must be plan:key with plan one of ${PLAN_NAMES.join(', ')}; entry ${index + 1} is not`,
         )
       }
       if (!isWellFormedApiKey(key)) {
         throw new LocalConfigError(
-          `PETSTORE_API_KEYS: the ${plan} key must be 20 to 128 characters of A-Z a-z 0-9 - . _ ~ + / (optionally ending in =)`,
+          `PETSTORE_API_KEYS: the ${plan} key (entry ${index + 1}) must be 20 to 128 characters of A-Z a-z 0-9 - . _ ~ + / (optionally ending in =)`,
         )
       }
       return { plan, key }

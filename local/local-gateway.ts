@@ -11,7 +11,7 @@ import { GATEWAY_RESPONSES } from '#infra/config/gateway-responses-config.ts'
 import { BEARER_TOKEN_VALIDATION_PATTERN, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
 import { API_VERSION_PATH, ROUTES, type Route } from '#shared/config/routes-config.ts'
-import { HttpError } from '#shared/errors/http-error.ts'
+import { HttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
 import { errorResponse } from '#shared/http/http-response.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import {
@@ -50,6 +50,14 @@ export interface LocalGatewayOptions {
   authorizerCacheTtlSeconds?: number
   /** The usage-plan backstop of a key's limits (default: the one the CDK deploys). */
   backstopFor?: BackstopFor
+  /**
+   * `host:port` of the configured base address, known once the server listens. Functions build
+   * `Location` and `Link` from the Host header the gateway hands them: this one, never the
+   * client's (which anyone can set).
+   */
+  baseHost?: () => string | undefined
+  /** Failed authentications one address may make per minute before it is refused (429). */
+  failedAuthLimit?: number
 }
 
 /** The authorizer's identityValidationExpression, checked before the authorizer is invoked. */
@@ -137,13 +145,18 @@ const readBody = (req: IncomingMessage): Promise<Buffer | undefined> =>
     })
     req.on('end', () => resolve(tooLarge ? undefined : Buffer.concat(chunks)))
     req.on('error', reject)
+    // The connection went away mid-body (a client that gave up, or a shutdown cutting it off).
+    req.on('close', () => {
+      if (!req.complete) reject(new Error('request body incomplete'))
+    })
   })
 
 /**
  * Headers as API Gateway passes them: the client's spelling, last value wins in `headers`, and
- * the X-Forwarded-* headers the gateway adds (functions build absolute links from them).
+ * the Host and X-Forwarded-* headers the gateway sets itself (functions build absolute links
+ * from them, so the client's own are dropped).
  */
-const headersOf = (req: IncomingMessage) => {
+const headersOf = (req: IncomingMessage, baseHost: string | undefined) => {
   const headers: Record<string, string> = {}
   const multiValueHeaders: Record<string, string[]> = {}
   const put = (name: string, value: string) => {
@@ -152,9 +165,10 @@ const headersOf = (req: IncomingMessage) => {
   }
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     const name = req.rawHeaders[i] as string
-    if (/^x-forwarded-(proto|port|for)$/i.test(name)) continue
+    if (/^(x-forwarded-(proto|port|for|host)|host)$/i.test(name)) continue
     put(name, req.rawHeaders[i + 1] as string)
   }
+  put('Host', baseHost ?? `${req.socket.localAddress}:${req.socket.localPort}`)
   put('X-Forwarded-For', req.socket.remoteAddress ?? '127.0.0.1')
   put('X-Forwarded-Port', String(req.socket.localPort ?? ''))
   put('X-Forwarded-Proto', 'http')
@@ -194,6 +208,48 @@ const lambdaContext = (functionName: string, requestId: string): Context => {
 const sendError = (res: ServerResponse, type: GatewayResponseType, requestId: string): void =>
   send(res, errorResponse(gatewayError(type), requestId), requestId)
 
+/**
+ * Brute force, locally: an address whose failed authentications in one minute exceed the limit
+ * is refused (429 with Retry-After until the minute ends) before any key is looked at. Other
+ * addresses are unaffected. On AWS the optional WAF rate-based rule plays this part.
+ */
+const FAILED_AUTH_LIMIT = 30
+const FAILED_AUTH_WINDOW_MS = 60_000
+
+const failedAuthError = (retryAfterSeconds: number) =>
+  new HttpError('rate_limited', {
+    message: 'Too many failed authentications from this address; retry later.',
+    headers: retryAfterHeaders(retryAfterSeconds),
+  })
+
+class FailedAuthLimiter {
+  readonly #limit: number
+  readonly #clock: Clock
+  readonly #windows = new Map<string, { startedAt: number; failures: number }>()
+
+  constructor({ limit, clock }: { limit: number; clock: Clock }) {
+    this.#limit = limit
+    this.#clock = clock
+  }
+
+  record(address: string): void {
+    const now = this.#clock()
+    const window = this.#windows.get(address)
+    if (!window || now - window.startedAt >= FAILED_AUTH_WINDOW_MS) {
+      // Old windows go when their address fails again; a sweep keeps the map bounded.
+      if (this.#windows.size > 10_000) this.#windows.clear()
+      this.#windows.set(address, { startedAt: now, failures: 1 })
+    } else window.failures += 1
+  }
+
+  retryAfterSeconds(address: string): number | undefined {
+    const window = this.#windows.get(address)
+    if (!window || window.failures <= this.#limit) return undefined
+    const left = window.startedAt + FAILED_AUTH_WINDOW_MS - this.#clock()
+    return left > 0 ? left / 1000 : undefined
+  }
+}
+
 /** The key's plan limits from the authorizer's context (numbers may arrive as strings). */
 const limitsOf = (context: Authorization['context']): PlanLimits | undefined => {
   const perMinute = Number(context?.perMinute)
@@ -209,15 +265,27 @@ export const createLocalGateway = ({
   clock = systemClock,
   authorizerCacheTtlSeconds = 0,
   backstopFor,
+  baseHost = () => undefined,
+  failedAuthLimit = FAILED_AUTH_LIMIT,
 }: LocalGatewayOptions): RequestListener => {
+  const failedAuths = new FailedAuthLimiter({ limit: failedAuthLimit, clock })
   const cache = new AuthorizerCache({ ttlSeconds: authorizerCacheTtlSeconds, clock })
   const usagePlans = new UsagePlanThrottle({ clock, ...(backstopFor ? { backstopFor } : {}) })
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const requestId = randomUUID()
     const url = new URL(req.url ?? '/', 'http://local')
     const method = (req.method ?? 'GET').toUpperCase()
-    const body = await readBody(req)
-    if (body === undefined) return sendError(res, 'REQUEST_TOO_LARGE', requestId)
+    const address = req.socket.remoteAddress ?? 'unknown'
+    // Every answer before the body is read closes the connection: its body is never read.
+    const refuse = (type: GatewayResponseType) => {
+      res.setHeader('Connection', 'close')
+      sendError(res, type, requestId)
+    }
+    const retryAfter = failedAuths.retryAfterSeconds(address)
+    if (retryAfter !== undefined) {
+      res.setHeader('Connection', 'close')
+      return send(res, errorResponse(failedAuthError(retryAfter), requestId), requestId)
+    }
 
     // Unknown paths and methods: API Gateway's MISSING_AUTHENTICATION_TOKEN, answered before auth.
     let match: { compiled: CompiledRoute; values: string[] } | undefined
@@ -225,14 +293,15 @@ export const createLocalGateway = ({
       const found = compiled.pattern.exec(url.pathname)
       if (found && compiled.route.method === method) match = { compiled, values: found.slice(1) }
     }
-    if (!match) return sendError(res, 'MISSING_AUTHENTICATION_TOKEN', requestId)
+    if (!match) return refuse('MISSING_AUTHENTICATION_TOKEN')
     const { route, resource, parameterNames } = match.compiled
 
-    const { headers, multiValueHeaders } = headersOf(req)
+    const { headers, multiValueHeaders } = headersOf(req, baseHost())
     const authorization = req.headers.authorization
     // A missing or malformed header never reaches the authorizer (token validation pattern).
     if (!authorization || !TOKEN_PATTERN.test(authorization)) {
-      return sendError(res, 'UNAUTHORIZED', requestId)
+      failedAuths.record(address)
+      return refuse('UNAUTHORIZED')
     }
 
     let authorized: CachedAuthorization | undefined = cache.get(authorization)
@@ -257,18 +326,24 @@ export const createLocalGateway = ({
       }
       cache.put(authorization, authorized)
     }
-    if (authorized === 'denied') return sendError(res, 'UNAUTHORIZED', requestId)
-    if (!authorized.allowed) return sendError(res, 'ACCESS_DENIED', requestId)
+    if (authorized === 'denied' || !authorized.allowed) {
+      failedAuths.record(address)
+      return refuse(authorized === 'denied' ? 'UNAUTHORIZED' : 'ACCESS_DENIED')
+    }
 
     // apiKeyRequired with the AUTHORIZER key source: API Gateway meters usageIdentifierKey
     // against its usage plan, and a request without a key in a plan gets INVALID_API_KEY (AWS
     // docs, "Choose an API key source"). Locally the key's plan is the authorizer's context.
     const limits = limitsOf(authorized.context)
     if (!authorized.usageKeyDigest || !limits) {
-      return sendError(res, 'INVALID_API_KEY', requestId)
+      return refuse('INVALID_API_KEY')
     }
     const verdict = usagePlans.admit(authorized.usageKeyDigest, limits)
-    if (verdict !== 'admitted') return sendError(res, verdict, requestId)
+    if (verdict !== 'admitted') return refuse(verdict)
+
+    // Routed, authenticated and admitted: only now is the body read.
+    const body = await readBody(req)
+    if (body === undefined) return refuse('REQUEST_TOO_LARGE')
 
     let pathParameters: Record<string, string> | null = null
     if (parameterNames.length > 0) {

@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
+import type { Duplex } from 'node:stream'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { functionEntry } from '#functions/function-entries.ts'
@@ -19,7 +20,7 @@ import {
   startEmbeddedDynamo,
 } from './embedded-dynamo.ts'
 import type { LocalConfig } from './local-config.ts'
-import { LOCAL_TABLES, localFunctionEnvironment } from './local-environment.ts'
+import { LOCAL_TABLES, localCursorSecret, localFunctionEnvironment } from './local-environment.ts'
 import { createLocalGateway, type ProxyHandler } from './local-gateway.ts'
 import { bootstrapLocalKeys, type LocalKeys } from './local-key-bootstrap.ts'
 import type { BackstopFor } from './usage-plan-throttle.ts'
@@ -77,6 +78,39 @@ export interface StartLocalOptions {
    * Date.now, so a test that moves time fakes Date rather than passing a clock here.
    */
   clock?: Clock
+  /** Failed authentications per address and minute before it is refused (tests raise it). */
+  failedAuthLimit?: number
+}
+
+/** API Gateway REST API quota: request line and header values, 10240 bytes in all. */
+export const MAX_HEADER_BYTES = 10_240
+/** How long a stop waits for requests in flight before it closes their connections. */
+export const SHUTDOWN_GRACE_MS = 3_000
+
+/**
+ * Requests Node refuses before the gateway sees them (headers over the limit, malformed HTTP)
+ * still get the API's Error body, not Node's bare status line.
+ */
+const answerClientError = (error: NodeJS.ErrnoException, socket: Duplex): void => {
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW'
+  const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+  const status = timedOut ? 408 : 400
+  const body = JSON.stringify({
+    code: 'validation_failed',
+    message: tooLarge
+      ? `The request line and headers are larger than ${MAX_HEADER_BYTES} bytes.`
+      : timedOut
+        ? 'The request was not received in time.'
+        : 'The request is not valid HTTP.',
+    status,
+  })
+  socket.end(
+    `HTTP/1.1 ${status} ${timedOut ? 'Request Timeout' : 'Bad Request'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  )
 }
 
 export const startLocal = async (
@@ -97,6 +131,7 @@ export const startLocal = async (
     localFunctionEnvironment({
       endpoint,
       embedded: embedded !== undefined,
+      cursorSecret: await localCursorSecret(config.dataDir),
     }),
   )
 
@@ -112,7 +147,10 @@ export const startLocal = async (
   const { createAuthorizerHandler } = await import('#functions/authorizer/authorizer-handler.ts')
   const { logger } = await import('#shared/observability/logger.ts')
 
+  let baseHost: string | undefined
   const server = createServer(
+    // API Gateway's limit on the request line and headers together (REST API quotas: 10240 bytes).
+    { maxHeaderSize: MAX_HEADER_BYTES },
     createLocalGateway({
       handlers,
       authorizer: createAuthorizerHandler({ keyStore: keys.store, logger }),
@@ -120,9 +158,14 @@ export const startLocal = async (
       authorizerCacheTtlSeconds: config.authorizerCacheTtlSeconds,
       ...(options.backstopFor ? { backstopFor: options.backstopFor } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.failedAuthLimit ? { failedAuthLimit: options.failedAuthLimit } : {}),
+      baseHost: () => baseHost,
     }),
   )
+  server.on('clientError', answerClientError)
   server.keepAliveTimeout = 5_000
+  // A client may take as long as API Gateway's integration timeout (29 s) to send its request.
+  server.requestTimeout = 30_000
   let address: AddressInfo
   try {
     address = await listen(server, config)
@@ -131,17 +174,24 @@ export const startLocal = async (
     throw error
   }
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
-  const baseUrl = `http://${host}:${address.port}${API_VERSION_PATH}`
+  baseHost = `${host}:${address.port}`
+  const baseUrl = `http://${baseHost}${API_VERSION_PATH}`
 
   const stop = async () => {
     // Stop accepting, let in-flight requests finish, then close the datastore (flushes LevelDB).
     // A keep-alive connection whose last response ends after close() would otherwise stay open
     // until keepAliveTimeout (5 s): close connections as soon as they fall idle.
+    // A client still sending its body (or never finishing it) is cut off after a grace period,
+    // so shutdown always ends within SHUTDOWN_GRACE_MS plus the datastore's close.
     const sweep = setInterval(() => server.closeIdleConnections(), 20)
+    const cutOff = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS)
     await new Promise<void>((resolveClose) => {
       server.close(() => resolveClose())
       server.closeIdleConnections()
-    }).finally(() => clearInterval(sweep))
+    }).finally(() => {
+      clearInterval(sweep)
+      clearTimeout(cutOff)
+    })
     await embedded?.close()
   }
   return { baseUrl, keys, endpoint, embedded: embedded !== undefined, stop }

@@ -56,7 +56,11 @@ const banner = (config: LocalConfig, local: LocalServer): string[] => [
 const stopOnSignals = (local: LocalServer) => {
   let stopping = false
   const shutdown = (signal: string) => {
-    if (stopping) return
+    if (stopping) {
+      // A second signal: the operator does not want to wait for the graceful stop.
+      process.stdout.write(`Received ${signal} again, exiting now\n`)
+      process.exit(130)
+    }
     stopping = true
     process.stdout.write(`Received ${signal}, shutting down\n`)
     local.stop().then(

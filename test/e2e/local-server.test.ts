@@ -87,6 +87,49 @@ describe.concurrent('local server', () => {
     }
   })
 
+  it('survives SIGKILL mid-load: every pet that got a 201 is there after a restart, cursors too', async () => {
+    const dataDir = await tempDir()
+    const key = 'sigkill-key-0123456789abcdef'
+    const env = { PETSTORE_DATA_DIR: dataDir, PETSTORE_API_KEYS: `enterprise:${key}` }
+    const first = await startLocalServer(env)
+    const api = apiClient(first.baseUrl, key)
+    for (let i = 0; i < 3; i += 1) {
+      await api.post('/pets', { name: `Paged ${i}`, categoryId: i, status: 'pending' })
+    }
+    const page = await api.get('/pets?status=pending&limit=1')
+    const cursor = page.headers.get('x-next-cursor')
+    expect(cursor).toBeTruthy()
+
+    // Kill -9 once 40 of 200 concurrent creates are acknowledged: no shutdown code runs.
+    const acknowledged: number[] = []
+    let killed: Promise<number | null> | undefined
+    await Promise.allSettled(
+      Array.from({ length: 200 }, (_, i) =>
+        api
+          .post<{ id: number }>('/pets', { name: `Killed ${i}`, categoryId: i })
+          .then((response) => {
+            if (response.status === 201) acknowledged.push(response.json.id)
+            if (acknowledged.length >= 40) killed ??= first.stop('SIGKILL')
+          }),
+      ),
+    )
+    await killed
+    expect(acknowledged.length).toBeGreaterThanOrEqual(40)
+
+    const second = await startLocalServer(env)
+    try {
+      const again = apiClient(second.baseUrl, key)
+      const fetched = await Promise.all(acknowledged.map((id) => again.get(`/pets/${id}`)))
+      expect(fetched.map((response) => response.status)).toEqual(acknowledged.map(() => 200))
+      // The cursor secret is kept in the data directory: a cursor from before still works.
+      const next = await again.get(`/pets?status=pending&limit=1&cursor=${cursor}`)
+      expect(next.status).toBe(200)
+      expect(next.json).toHaveLength(1)
+    } finally {
+      expect(await second.stop('SIGINT')).toBe(0)
+    }
+  })
+
   it('creates and prints one key per plan when none exist, and they work', async () => {
     const server = await startLocalServer({ PETSTORE_DATA_DIR: ':memory:', PETSTORE_API_KEYS: '' })
     try {
@@ -155,12 +198,17 @@ describe.concurrent('local server', () => {
       'gold:abcdefghijklmnopqrstuvwxyz',
       'PETSTORE_API_KEYS entries must be plan:key',
     ],
-    ['PETSTORE_API_KEYS', 'free:short', 'the free key must be 20 to 128 characters'],
+    ['PETSTORE_API_KEYS', 'free:short', 'the free key (entry 1) must be 20 to 128 characters'],
     ['DYNAMODB_ENDPOINT', 'not a url', 'DYNAMODB_ENDPOINT must be a URL'],
   ])('exits non-zero with a clear message for a malformed %s', async (name, value, message) => {
     const result = await runLocalServerToExit({ [name]: value })
     expect(result.code).not.toBe(0)
     expect(result.output).toContain(message)
     expect(result.output).not.toContain('    at ')
+    // A malformed key entry is reported without echoing any part of the key.
+    if (name === 'PETSTORE_API_KEYS') {
+      const secret = value.split(':')[1] as string
+      expect(result.output).not.toContain(secret.slice(0, 6))
+    }
   })
 })

@@ -368,6 +368,7 @@ describe('bundles', () => {
           TABLE_NAME: 'pets',
           RATE_LIMIT_TABLE_NAME: 'rate-limits',
           IDEMPOTENCY_TABLE_NAME: 'idempotency',
+          CURSOR_SECRET: 'cursor-secret',
           KEY_MIRROR_TABLE_NAME: 'key-mirror',
           REST_API_ID: 'abc123',
           API_STAGE: 'production',
