@@ -1,8 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
+import { connect, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { SHUTDOWN_GRACE_MS } from '#local/local-server.ts'
 import { PLAN_NAMES } from '#shared/config/plans-config.ts'
 import {
   apiClient,
@@ -128,6 +129,44 @@ describe.concurrent('local server', () => {
     } finally {
       expect(await second.stop('SIGINT')).toBe(0)
     }
+  })
+
+  /** A client that sent its headers and part of a body it never finishes. */
+  const holdHalfSentBody = async (baseUrl: string, key: string) => {
+    const url = new URL(baseUrl)
+    const socket = connect(Number(url.port), url.hostname)
+    await new Promise((resolveConnect) => socket.once('connect', resolveConnect))
+    socket.on('error', () => undefined)
+    socket.write(
+      `POST /v1/pets HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"name":`,
+    )
+    // The request is routed, authorized and now waits for its body.
+    await new Promise((resolveWait) => setTimeout(resolveWait, 300))
+    return socket
+  }
+
+  it('stops within its grace period although a client holds a half-sent body', async () => {
+    const key = 'halfbody-key-0123456789abcdef'
+    const server = await startLocalServer({ PETSTORE_API_KEYS: `enterprise:${key}` })
+    const socket = await holdHalfSentBody(server.baseUrl, key)
+    const started = Date.now()
+    const code = await server.stop('SIGTERM')
+    // The promise is the bound: 3 s of grace plus closing the datastore, with a wide margin.
+    expect(Date.now() - started).toBeLessThan(SHUTDOWN_GRACE_MS + 7_000)
+    expect(code).toBe(0)
+    socket.destroy()
+  })
+
+  it('exits at once on a second signal', async () => {
+    const key = 'twosignals-key-0123456789abcdef'
+    const server = await startLocalServer({ PETSTORE_API_KEYS: `enterprise:${key}` })
+    const socket = await holdHalfSentBody(server.baseUrl, key)
+    server.process.kill('SIGTERM')
+    await new Promise((resolveWait) => setTimeout(resolveWait, 100))
+    const code = await server.stop('SIGINT')
+    expect(code).toBe(130)
+    expect(server.output()).toContain('exiting now')
+    socket.destroy()
   })
 
   it('creates and prints one key per plan when none exist, and they work', async () => {

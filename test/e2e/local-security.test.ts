@@ -1,0 +1,190 @@
+import { request } from 'node:http'
+import { connect, type Socket } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type InProcessServer, startInProcessServer } from '#test/support/local-server.ts'
+
+/**
+ * What the local server does with requests that try to steer it: links from the configured
+ * base only, no body read before routing and authentication, failed authentications limited per
+ * address, oversized headers answered with an Error body.
+ */
+const KEY = 'e2e-enterprise-security-0123456'
+
+let server: InProcessServer
+let base: URL
+
+beforeAll(async () => {
+  server = await startInProcessServer(
+    { PETSTORE_API_KEYS: `enterprise:${KEY}` },
+    { failedAuthLimit: 5 },
+  )
+  base = new URL(server.baseUrl)
+})
+afterAll(async () => {
+  await server?.stop()
+})
+
+interface RawResponse {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: string
+}
+
+/** node:http, because fetch will not send a Host header of the caller's choosing. */
+const send = (
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+  localAddress?: string,
+): Promise<RawResponse> =>
+  new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: base.hostname,
+        port: base.port,
+        method,
+        path: `/v1${path}`,
+        headers,
+        ...(localAddress ? { localAddress } : {}),
+      },
+      (res) => {
+        let text = ''
+        res.setEncoding('utf8')
+        res.on('data', (chunk: string) => {
+          text += chunk
+        })
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }),
+        )
+      },
+    )
+    req.on('error', reject)
+    req.end(body)
+  })
+
+/** A raw connection that sends headers promising a large body, then only a little of it. */
+const halfSentRequest = (path: string, headers: string[]): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const socket: Socket = connect(Number(base.port), base.hostname)
+    let received = ''
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk: string) => {
+      received += chunk
+      if (received.includes('\r\n\r\n') && received.trimEnd().endsWith('}')) {
+        socket.destroy()
+        resolve(received)
+      }
+    })
+    socket.on('error', reject)
+    socket.write(
+      [
+        `POST /v1${path} HTTP/1.1`,
+        `Host: ${base.host}`,
+        'Content-Type: application/json',
+        'Content-Length: 1000000',
+        ...headers,
+        '',
+        '{"name":"half',
+      ].join('\r\n'),
+    )
+  })
+
+describe('links come from the configured base address', () => {
+  it('ignores Host and X-Forwarded-* sent by the client for Location', async () => {
+    const created = await send(
+      'POST',
+      '/pets',
+      {
+        Host: 'evil.example',
+        'X-Forwarded-Host': 'evil.example',
+        'X-Forwarded-Proto': 'https',
+        Authorization: `Bearer ${KEY}`,
+        'Content-Type': 'application/json',
+      },
+      JSON.stringify({ name: 'Rex', categoryId: 1, status: 'sold' }),
+    )
+    expect(created.status).toBe(201)
+    expect(created.headers.location).toMatch(new RegExp(`^${server.baseUrl}/pets/\\d+$`))
+  })
+
+  it('ignores them for the next-page Link and the successor Link too', async () => {
+    const headers = { Host: 'evil.example:666', Authorization: `Bearer ${KEY}` }
+    for (let i = 0; i < 2; i += 1) {
+      await send(
+        'POST',
+        '/pets',
+        { ...headers, 'Content-Type': 'application/json' },
+        JSON.stringify({ name: `Page ${i}`, categoryId: i, status: 'pending' }),
+      )
+    }
+    const page = await send('GET', '/pets?status=pending&limit=1', headers)
+    expect(page.headers.link).toContain(`<${server.baseUrl}/pets?`)
+    const pet = await send('GET', '/pets/1', headers)
+    expect(pet.headers.link).toBe(`<${server.baseUrl}/pets>; rel="successor-version"`)
+  })
+})
+
+describe('the body is read only after routing and authentication', () => {
+  it('answers 401 without waiting for a body that never comes', async () => {
+    const answer = await halfSentRequest('/pets', [])
+    expect(answer).toMatch(/^HTTP\/1\.1 401/)
+    expect(answer).toContain('"code":"unauthorized"')
+    expect(answer.toLowerCase()).toContain('connection: close')
+  })
+
+  it('answers 404 for an unknown route without reading the body', async () => {
+    const answer = await halfSentRequest('/store/orders', [`Authorization: Bearer ${KEY}`])
+    expect(answer).toMatch(/^HTTP\/1\.1 404/)
+    expect(answer).toContain('"code":"route_not_found"')
+  })
+})
+
+describe('headers over API Gateway limit', () => {
+  it('get 400 with an Error body, not a bare status line', async () => {
+    const answer = await send('GET', '/pets', {
+      Authorization: `Bearer ${KEY}`,
+      'X-Padding': 'x'.repeat(11_000),
+    })
+    expect(answer.status).toBe(400)
+    expect(JSON.parse(answer.body)).toMatchObject({ code: 'validation_failed', status: 400 })
+    // The server still answers afterwards.
+    expect((await send('GET', '/pets', { Authorization: `Bearer ${KEY}` })).status).toBe(200)
+  })
+})
+
+describe('failed authentications are limited per address', () => {
+  it('refuses an address after too many failures in a minute, and only that address', async () => {
+    const attacker = '127.0.0.2'
+    const guess = (n: number) =>
+      send(
+        'GET',
+        '/pets',
+        { Authorization: `Bearer guess-${n}-0123456789abcdef` },
+        undefined,
+        attacker,
+      )
+    for (let n = 0; n < 6; n += 1) expect((await guess(n)).status).toBe(401)
+    const refused = await guess(6)
+    expect(refused.status).toBe(429)
+    expect(JSON.parse(refused.body)).toMatchObject({ code: 'rate_limited', status: 429 })
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    // Even a right key from that address waits; other addresses are not affected.
+    const fromAttacker = await send(
+      'GET',
+      '/pets',
+      { Authorization: `Bearer ${KEY}` },
+      undefined,
+      attacker,
+    )
+    expect(fromAttacker.status).toBe(429)
+    const fromOthers = await send(
+      'GET',
+      '/pets',
+      { Authorization: `Bearer ${KEY}` },
+      undefined,
+      '127.0.0.3',
+    )
+    expect(fromOthers.status).toBe(200)
+  })
+})
