@@ -160,8 +160,11 @@ const headersOf = (req: IncomingMessage, baseHost: string | undefined) => {
   const headers: Record<string, string> = {}
   const multiValueHeaders: Record<string, string[]> = {}
   const put = (name: string, value: string) => {
-    headers[name] = value
-    multiValueHeaders[name] = [...(multiValueHeaders[name] ?? []), value]
+    setOwn(headers, name, value)
+    setOwn(multiValueHeaders, name, [
+      ...(Object.hasOwn(multiValueHeaders, name) ? (multiValueHeaders[name] as string[]) : []),
+      value,
+    ])
   }
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     const name = req.rawHeaders[i] as string
@@ -175,13 +178,26 @@ const headersOf = (req: IncomingMessage, baseHost: string | undefined) => {
   return { headers, multiValueHeaders }
 }
 
+/**
+ * An own property whatever the name: `__proto__` sent as a header or query name is data (as in
+ * the JSON API Gateway builds), never the object's prototype.
+ */
+const setOwn = <T>(target: Record<string, T>, name: string, value: T): void => {
+  Object.defineProperty(target, name, {
+    value,
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  })
+}
+
 const queryOf = (url: URL) => {
   if (url.searchParams.size === 0) return { single: null, multi: null }
   const single: Record<string, string> = {}
   const multi: Record<string, string[]> = {}
   for (const [name, value] of url.searchParams) {
-    single[name] = value
-    multi[name] = [...(multi[name] ?? []), value]
+    setOwn(single, name, value)
+    setOwn(multi, name, [...(Object.hasOwn(multi, name) ? (multi[name] as string[]) : []), value])
   }
   return { single, multi }
 }
@@ -276,14 +292,11 @@ export const createLocalGateway = ({
     const url = new URL(req.url ?? '/', 'http://local')
     const method = (req.method ?? 'GET').toUpperCase()
     const address = req.socket.remoteAddress ?? 'unknown'
-    // Every answer before the body is read closes the connection: its body is never read.
-    const refuse = (type: GatewayResponseType) => {
-      res.setHeader('Connection', 'close')
-      sendError(res, type, requestId)
-    }
+    // Answers before the body is read go out at once; Node then discards the unread body
+    // (never buffered) so the connection stays usable.
+    const refuse = (type: GatewayResponseType) => sendError(res, type, requestId)
     const retryAfter = failedAuths.retryAfterSeconds(address)
     if (retryAfter !== undefined) {
-      res.setHeader('Connection', 'close')
       return send(res, errorResponse(failedAuthError(retryAfter), requestId), requestId)
     }
 

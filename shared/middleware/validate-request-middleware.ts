@@ -19,16 +19,17 @@ export type RequestInput<S extends RequestSchemas> = {
 
 /** Query values as given: one string, or an array when the parameter was repeated. */
 const queryOf = (event: APIGatewayProxyEvent): Record<string, string | string[]> => {
-  const result: Record<string, string | string[]> = {}
+  // Own properties whatever the name: a `__proto__` parameter is data, not the prototype.
+  const result = new Map<string, string | string[]>()
   const multi = event.multiValueQueryStringParameters ?? {}
   for (const [name, values] of Object.entries(multi)) {
     if (values && values.length > 0)
-      result[name] = values.length === 1 ? (values[0] as string) : values
+      result.set(name, values.length === 1 ? (values[0] as string) : values)
   }
   for (const [name, value] of Object.entries(event.queryStringParameters ?? {})) {
-    if (!(name in result) && value !== undefined) result[name] = value
+    if (!result.has(name) && value !== undefined) result.set(name, value)
   }
-  return result
+  return Object.fromEntries(result)
 }
 
 const detailsOf = (error: z.core.$ZodError): ErrorDetail[] =>
