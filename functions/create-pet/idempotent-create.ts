@@ -58,10 +58,9 @@ export const createIdempotently = async (
   }
   const pet: Pet = { id: claim.petId, ...request.newPet }
   try {
-    // On a takeover `exists` means the dead attempt wrote this very pet (same body hash).
-    if ((await deps.pets.insert(pet)) === 'exists' && !claim.takeover) {
-      throw new Error(`pet id ${pet.id} is taken`)
-    }
+    // `exists` is this very pet: written by the dead attempt this one took over (same body
+    // hash), or by this attempt when the SDK retried a put whose answer was lost.
+    await deps.pets.insert(pet)
     const response = jsonResponse(201, pet, { Location: request.location(pet.id) })
     await deps.idempotency.complete(claim.recordKey, pet.id, response.body)
     return response

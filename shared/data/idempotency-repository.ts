@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import {
   type DynamoDBDocumentClient,
   GetCommand,
@@ -83,6 +83,9 @@ export class IdempotencyRepository {
    */
   async claim(request: ClaimRequest): Promise<IdempotencyClaim> {
     const recordKey = idempotencyRecordKey(request.scope, request.idempotencyKey)
+    // Marks this request's own claim: when the SDK retries a put whose answer was lost after
+    // DynamoDB applied it, the record found is this request's, not another's in flight.
+    const attemptId = randomUUID()
     // A record can vanish or change between the failed put and the read: look again, boundedly.
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const now = this.#clock()
@@ -95,6 +98,7 @@ export class IdempotencyRepository {
               state: STATE.inProgress,
               requestHash: request.requestHash,
               petId: request.petId,
+              attemptId,
               leaseUntil: now + request.leaseMs,
               [IDEMPOTENCY_TABLE.ttlAttribute]: Math.floor(now / 1000) + IDEMPOTENCY_WINDOW_SECONDS,
             },
@@ -112,6 +116,9 @@ export class IdempotencyRepository {
         if (!isConditionFailure(error)) throw error
         const existing = error.Item ?? (await this.#read(recordKey))
         if (!existing) continue
+        if (existing.attemptId === attemptId) {
+          return { kind: 'claimed', recordKey, petId: request.petId, takeover: false }
+        }
         const outcome = await this.#settle(recordKey, existing, request, now)
         if (outcome) return outcome
       }

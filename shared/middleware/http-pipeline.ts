@@ -1,10 +1,14 @@
 import middy from '@middy/core'
 import type { Context } from 'aws-lambda'
+import { HttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
 import type { HttpResponse } from '#shared/http/http-response.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import { errorHandlerMiddleware } from './error-handler-middleware.ts'
 import type { ApiEvent, ApiMiddleware } from './http-types.ts'
 import { responseHeadersMiddleware } from './response-headers-middleware.ts'
+
+/** How long before the Lambda timeout a handler gives up (time to render and return a 503). */
+export const DEADLINE_MARGIN_MS = 500
 
 export interface HttpPipelineOptions {
   logger: AppLogger
@@ -21,7 +25,15 @@ export interface HttpPipelineOptions {
  * Each function adds its own request middlewares (body parsing, validation) and its handler.
  */
 export const httpPipeline = <TInput>(options: HttpPipelineOptions) => {
-  const pipeline = middy<ApiEvent<TInput>, HttpResponse, Error, Context>()
+  const pipeline = middy<ApiEvent<TInput>, HttpResponse, Error, Context>({
+    // The invocation's deadline: a handler still waiting on DynamoDB this close to the Lambda
+    // timeout answers 503 (through the error middleware) instead of being killed into a 5xx
+    // from API Gateway. Writes already sent may still land; Idempotency-Key makes retries safe.
+    timeoutEarlyInMillis: DEADLINE_MARGIN_MS,
+    timeoutEarlyResponse: () => {
+      throw new HttpError('service_unavailable', { headers: retryAfterHeaders(1) })
+    },
+  })
   for (const middleware of options.observability ?? []) pipeline.use(middleware)
   pipeline.use(responseHeadersMiddleware())
   if (options.rateLimit) pipeline.use(options.rateLimit)

@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  type ApiResponse,
+  apiClient,
+  type InProcessServer,
+  nextLink,
+  startInProcessServer,
+} from '#test/support/local-server.ts'
+
+/**
+ * Thousands of concurrent creates through the local server, a fifth of them invalid: every 201
+ * is readable afterwards, ids are distinct, both kinds of list visit every pet exactly once, and
+ * nothing is stored for a rejected request. PETSTORE_LOAD_CREATES widens the run.
+ */
+const CREATES = Number(process.env.PETSTORE_LOAD_CREATES ?? 2_000)
+const IN_FLIGHT = 64
+const KEY = 'load-enterprise-0123456789abcdef'
+const STATUSES = ['available', 'pending', 'sold', undefined] as const
+
+interface Pet {
+  id: number
+  name: string
+  categoryId: number
+  status?: string
+}
+
+let server: InProcessServer
+let api: ReturnType<typeof apiClient>
+
+beforeAll(async () => {
+  server = await startInProcessServer({
+    PETSTORE_API_KEYS: `enterprise:${KEY}`,
+    ENTERPRISE_LIMITS: '100000000/1000000000',
+  })
+  api = apiClient(server.baseUrl, KEY)
+})
+afterAll(async () => {
+  await server?.stop()
+})
+
+/** Runs the tasks with at most `limit` in flight. */
+const pool = async <T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> => {
+  const results: T[] = new Array(tasks.length)
+  let next = 0
+  const worker = async () => {
+    while (next < tasks.length) {
+      const index = next
+      next += 1
+      results[index] = await (tasks[index] as () => Promise<T>)()
+    }
+  }
+  await Promise.all(Array.from({ length: limit }, worker))
+  return results
+}
+
+/** Every page of a listing, following the next links. */
+const listAll = async (query: string): Promise<Pet[]> => {
+  const pets: Pet[] = []
+  let url: string | undefined = `/pets?limit=100${query}`
+  while (url) {
+    const page: ApiResponse<Pet[]> = await api.get<Pet[]>(url)
+    expect(page.status).toBe(200)
+    pets.push(...page.json)
+    url = nextLink(page.headers)
+  }
+  return pets
+}
+
+/** Every fifth request is one the API must refuse: 400, 400, 415, 400 in turn. */
+const invalid = (i: number) =>
+  [
+    () => api.post('/pets', { categoryId: i }),
+    () => api.post('/pets', { name: `bad ${i}`, categoryId: i, id: 7 }),
+    () =>
+      api.post('/pets', `{"name":"bad ${i}","categoryId":${i}}`, {
+        headers: { 'Content-Type': 'text/plain' },
+      }),
+    () => api.post('/pets', { name: `bad ${i}`, categoryId: '1.5' }),
+  ][i % 4] as () => Promise<ApiResponse>
+
+describe('load without loss', () => {
+  it(`${CREATES} concurrent creates (${IN_FLIGHT} in flight): every 201 stored once, nothing else`, {
+    timeout: 120_000,
+  }, async () => {
+    const tasks = Array.from({ length: CREATES }, (_, i) => {
+      if (i % 5 === 4) return async () => ({ valid: false, response: await invalid(i)() })
+      const status = STATUSES[i % STATUSES.length]
+      const pet = { name: `load ${i}`, categoryId: i, ...(status ? { status } : {}) }
+      return async () => ({ valid: true, response: await api.post<Pet>('/pets', pet) })
+    })
+    const results = await pool(tasks, IN_FLIGHT)
+
+    const created = results.filter((result) => result.valid).map((result) => result.response)
+    const refused = results.filter((result) => !result.valid).map((result) => result.response)
+    expect(created.map((response) => response.status)).toEqual(created.map(() => 201))
+    expect(new Set(refused.map((response) => response.status))).toEqual(new Set([400, 415]))
+
+    const ids = created.map((response) => (response.json as Pet).id)
+    expect(new Set(ids).size).toBe(ids.length)
+
+    // Every 201 is readable as it was answered.
+    const reads = await pool(
+      created.map((response) => () => api.get<Pet>(`/pets/${(response.json as Pet).id}`)),
+      IN_FLIGHT,
+    )
+    expect(reads.map((read) => read.text)).toEqual(created.map((response) => response.text))
+
+    // The unfiltered list visits each stored pet exactly once, and only those: no pet was
+    // written for a refused request.
+    const listed = await listAll('')
+    expect(listed.map((pet) => pet.id).sort((a, b) => a - b)).toEqual(
+      [...ids].sort((a, b) => a - b),
+    )
+    expect(listed.some((pet) => pet.name.startsWith('bad '))).toBe(false)
+
+    // Each status list holds exactly the pets created with that status, in id order.
+    for (const status of ['available', 'pending', 'sold']) {
+      const expected = created
+        .map((response) => response.json as Pet)
+        .filter((pet) => pet.status === status)
+        .map((pet) => pet.id)
+        .sort((a, b) => a - b)
+      const filtered = await listAll(`&status=${status}`)
+      expect(filtered.map((pet) => pet.id)).toEqual(expected)
+    }
+  })
+})
