@@ -13,6 +13,7 @@ import { createGetPetHandler } from '#functions/get-pet/get-pet-handler.ts'
 import { createListPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
 import {
   createPetFunctionDependencies,
+  listPetsFunctionDependencies,
   petFunctionDependencies,
 } from '#functions/pet-function-dependencies.ts'
 import { ensureTable, IN_MEMORY, startEmbeddedDynamo } from '#local/embedded-dynamo.ts'
@@ -56,10 +57,11 @@ const serve = async (withLimiter: boolean) => {
     if (!withLimiter) delete all.rateLimit
     return all
   }
-  const deps = (operation: 'listPets' | 'getPet') =>
-    withoutLimiter(petFunctionDependencies(operation, env))
+  const deps = (operation: 'getPet') => withoutLimiter(petFunctionDependencies(operation, env))
   const handlers = {
-    listPets: createListPetsHandler(deps('listPets')) as unknown as ProxyHandler,
+    listPets: createListPetsHandler(
+      withoutLimiter(listPetsFunctionDependencies(env)),
+    ) as unknown as ProxyHandler,
     createPet: createCreatePetHandler(
       withoutLimiter(createPetFunctionDependencies(env)),
     ) as unknown as ProxyHandler,

@@ -15,7 +15,6 @@ import { type Clock, systemClock } from '#shared/time/clock.ts'
 
 export interface PetFunctionDependencies extends HttpPipelineOptions {
   pets: PetRepository
-  cursors: CursorCodec
   clock: Clock
 }
 
@@ -27,6 +26,18 @@ export const petFunctionDependencies = (
   operationId: OperationId,
   env: NodeJS.ProcessEnv = process.env,
 ): PetFunctionDependencies => withClient(operationId, env).deps
+
+/**
+ * listPets' dependencies: a pet function's plus the cursor codec, keyed by the stage's secret
+ * (made at deploy time in Secrets Manager; locally kept in the data directory). Only listPets
+ * gets the secret.
+ */
+export const listPetsFunctionDependencies = (
+  env: NodeJS.ProcessEnv = process.env,
+): PetFunctionDependencies & { cursors: CursorCodec } => ({
+  ...withClient('listPets', env).deps,
+  cursors: new CursorCodec(requireEnv('CURSOR_SECRET', env)),
+})
 
 /** createPet's dependencies: a pet function's plus the idempotency records (its own table). */
 export const createPetFunctionDependencies = (
@@ -49,8 +60,6 @@ const withClient = (operationId: OperationId, env: NodeJS.ProcessEnv) => {
     observability: observabilityMiddlewares(operationId, { metrics }),
     clock: systemClock,
     pets: new PetRepository({ client, tableName, ids }),
-    // Per-stage secret made at deploy time (locally: kept in the data directory).
-    cursors: new CursorCodec(requireEnv('CURSOR_SECRET', env)),
     rateLimit: rateLimitMiddleware({
       limiter: new DynamoRateLimiter({
         client,

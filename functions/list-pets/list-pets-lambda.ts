@@ -1,4 +1,4 @@
-import { petFunctionDependencies } from '#functions/pet-function-dependencies.ts'
+import { listPetsFunctionDependencies } from '#functions/pet-function-dependencies.ts'
 import { createListPetsHandler } from './list-pets-handler.ts'
 
-export const handler = createListPetsHandler(petFunctionDependencies('listPets'))
+export const handler = createListPetsHandler(listPetsFunctionDependencies())

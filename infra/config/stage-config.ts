@@ -2,6 +2,8 @@ import { RemovalPolicy } from 'aws-cdk-lib'
 import { RetentionDays } from 'aws-cdk-lib/aws-logs'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
+  PLAN_LIMITS,
+  PLAN_NAMES,
   type PlanLimits,
   parsePlanLimits,
 } from '#shared/config/plans-config.ts'
@@ -50,6 +52,19 @@ export interface StageConfig {
    * access and execution logs). Turn off when the account already has one.
    */
   apiGatewayCloudWatchRole: boolean
+  /**
+   * Production shifts traffic to a new function version gradually (CodeDeploy canary) and rolls
+   * back on its alarms; staging switches at once.
+   */
+  gradualDeployment: boolean
+  /**
+   * An AWS WAF web ACL on the stage: a rate-based rule per source address (brute force) and a
+   * body-size rule answering 413 for bodies over the API's limit (so bodies between Lambda's
+   * 6 MB and API Gateway's 10 MB never reach a function). On by default in production.
+   */
+  waf: boolean
+  /** Requests one source address may send in WAF's 5-minute window before it is blocked. */
+  wafRateLimitPer5Minutes: number
 }
 
 /** Context settings, as `petstore.<stage>.<setting>` in cdk.json or `-c <stage>.<setting>=value`. */
@@ -66,6 +81,9 @@ export const STAGE_SETTINGS = [
   'alarmEmail',
   'throttleRateLimit',
   'throttleBurstLimit',
+  'gradualDeployment',
+  'waf',
+  'wafRateLimitPer5Minutes',
   'apiGatewayCloudWatchRole',
 ] as const
 export type StageSetting = (typeof STAGE_SETTINGS)[number]
@@ -232,8 +250,31 @@ export const readStageConfig = (context: ContextReader, stage: StageName): Stage
     throttleRateLimit,
     throttleBurstLimit,
     apiGatewayCloudWatchRole: flag('apiGatewayCloudWatchRole', true),
+    gradualDeployment: flag('gradualDeployment', stage === 'production'),
+    waf: flag('waf', stage === 'production'),
+    // WAF allows 10 to 2,000,000,000 per window ("Rate-based rule statement", AWS WAF docs).
+    wafRateLimitPer5Minutes: integer(
+      'wafRateLimitPer5Minutes',
+      wafRateFloor(enterpriseLimits),
+      10,
+      2_000_000_000,
+    ),
   }
 }
+
+/**
+ * The default per-address WAF limit never undercuts a plan: twice the largest plan's per-minute
+ * limit over WAF's 5-minute window (one address may serve a whole customer).
+ */
+export const wafRateFloor = (enterpriseLimits: PlanLimits): number =>
+  2 *
+  5 *
+  Math.max(
+    enterpriseLimits.perMinute,
+    ...PLAN_NAMES.filter((plan) => plan !== 'enterprise').map(
+      (plan) => PLAN_LIMITS[plan].perMinute,
+    ),
+  )
 
 /** Per-stage CloudWatch namespace: two stages in one account must not share metrics or alarms. */
 export const metricsNamespace = (stage: StageName): string => `Petstore/${stage}`

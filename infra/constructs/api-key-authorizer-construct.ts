@@ -28,6 +28,7 @@ export const addApiKeyAuthorizerFunction = (
     // Small and quick: it hashes a header and reads one item of the key mirror.
     memorySize: 256,
     timeout: Duration.seconds(5),
+    liveAlias: true,
   }).bindTable(keyMirrorTable, 'LOOKUP', { envVar: 'KEY_MIRROR_TABLE_NAME' })
 }
 
@@ -39,7 +40,7 @@ export const addApiKeyAuthorizer = (
 ): TokenAuthorizer =>
   new TokenAuthorizer(scope, 'ApiKeyAuthorizer', {
     authorizerName: `petstore-${config.stage}-api-key`,
-    handler: fn.function,
+    handler: fn.invokeTarget,
     identitySource: 'method.request.header.Authorization',
     // A header that does not match is answered 401 by the gateway without invoking the function.
     validationRegex: BEARER_TOKEN_VALIDATION_PATTERN,

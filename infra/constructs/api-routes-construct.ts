@@ -21,7 +21,7 @@ export const addRouteMethods = (
     resourceAt(api.root, `${API_VERSION_PATH}${route.path}`).addMethod(
       route.method,
       // Test invocations from the console would need a second, unscoped invoke permission.
-      new LambdaIntegration(functions[route.operationId].function, { allowTestInvoke: false }),
+      new LambdaIntegration(functions[route.operationId].invokeTarget, { allowTestInvoke: false }),
       { operationName: route.operationId },
     )
   }

@@ -44,6 +44,7 @@ export const addOperationFunctions = (
       serviceName: route.operationId,
       description: `Petstore ${stage}: ${route.operationId} (${route.method} ${API_VERSION_PATH}${route.path})`,
       logGroupName: `/petstore/${stage}/${route.functionName}`,
+      liveAlias: true,
     })
     // Each operation only what its repository calls: getPet one GetItem, listPets a Scan or a
     // Query of the status index, createPet a PutItem of the pet and an UpdateItem of the id

@@ -1,12 +1,15 @@
 import type { DomainName, RestApi, UsagePlan } from 'aws-cdk-lib/aws-apigateway'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import type { LogGroup } from 'aws-cdk-lib/aws-logs'
+import type { Secret } from 'aws-cdk-lib/aws-secretsmanager'
+import type { CfnWebACL } from 'aws-cdk-lib/aws-wafv2'
 import { Construct } from 'constructs'
 import type { StageConfig } from '#infra/config/stage-config.ts'
 import type { PlanName } from '#shared/config/plans-config.ts'
 import { API_VERSION_PATH, type OperationId } from '#shared/config/routes-config.ts'
 import { addApiKeyAuthorizer, addApiKeyAuthorizerFunction } from './api-key-authorizer-construct.ts'
 import { addRouteMethods } from './api-routes-construct.ts'
+import { addCursorSecret } from './cursor-secret-construct.ts'
 import { addCustomDomain } from './custom-domain-construct.ts'
 import { addGatewayResponses } from './gateway-responses-construct.ts'
 import { addKeySync } from './key-sync-construct.ts'
@@ -14,6 +17,7 @@ import { addOperationFunctions } from './operation-functions-construct.ts'
 import type { PetstoreFunction } from './petstore-function-construct.ts'
 import { addRestApi } from './rest-api-construct.ts'
 import { addUsagePlans } from './usage-plans-construct.ts'
+import { addWebAcl } from './web-acl-construct.ts'
 
 export interface PetstoreApiProps {
   config: StageConfig
@@ -45,6 +49,9 @@ export class PetstoreApi extends Construct {
   readonly usagePlans: Record<PlanName, UsagePlan>
   readonly accessLogGroup: LogGroup
   readonly domain: DomainName | undefined
+  /** The key of listPets' cursor tags, generated at deploy time per stage. */
+  readonly cursorSecret: Secret
+  readonly webAcl: CfnWebACL | undefined
   /** `https://.../v1`: the base address clients use. */
   readonly baseUrl: string
 
@@ -61,12 +68,14 @@ export class PetstoreApi extends Construct {
       rateLimitTable,
       idempotencyTable,
     })
+    this.cursorSecret = addCursorSecret(this, config, this.functions.listPets)
     const authorizer = addApiKeyAuthorizer(this, config, this.authorizerFunction)
     const { api, accessLogGroup } = addRestApi(this, config, authorizer)
     this.api = api
     this.accessLogGroup = accessLogGroup
     addRouteMethods(api, this.functions)
     addGatewayResponses(api)
+    this.webAcl = config.waf ? addWebAcl(this, config, api) : undefined
     this.usagePlans = addUsagePlans(api, config)
     this.domain = config.customDomain ? addCustomDomain(this, api, config.customDomain) : undefined
     this.baseUrl = config.customDomain

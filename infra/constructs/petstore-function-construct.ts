@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import { type IRole, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam'
-import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda'
+import { Alias, Architecture, type IFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda'
 import {
   LogLevel,
   NodejsFunction,
@@ -74,7 +74,16 @@ export interface PetstoreFunctionProps {
   /** Caps concurrent instances (and reserves them); unset means the account's unreserved pool. */
   reservedConcurrentExecutions?: number
   environment?: Record<string, string>
+  /**
+   * Invoked through a `live` alias on the current version (API routes and the authorizer), so a
+   * deploy can shift traffic to a new version gradually and roll it back (see
+   * gradual-deployment-construct.ts). Without it, callers invoke $LATEST.
+   */
+  liveAlias?: boolean
 }
+
+/** The alias every caller invokes: traffic shifting and rollback move it between versions. */
+export const LIVE_ALIAS = 'live'
 
 /** The props every function of a stage shares: its metrics namespace and its logs' lifetime. */
 export type StageFunctionDefaults = Pick<
@@ -99,6 +108,8 @@ export class PetstoreFunction extends Construct {
   readonly function: NodejsFunction
   readonly role: IRole
   readonly logGroup: LogGroup
+  /** The `live` alias, when the function has one (liveAlias). */
+  readonly alias: Alias | undefined
 
   constructor(scope: Construct, id: string, props: PetstoreFunctionProps) {
     super(scope, id)
@@ -151,11 +162,22 @@ export class PetstoreFunction extends Construct {
         logLevel: LogLevel.WARNING,
       },
     })
+    this.alias = props.liveAlias
+      ? new Alias(this, 'LiveAlias', {
+          aliasName: LIVE_ALIAS,
+          version: this.function.currentVersion,
+        })
+      : undefined
     Validations.of(role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
         'Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords do not support resource-level permissions. Tests check that no other action is granted on "*".',
     })
+  }
+
+  /** What callers invoke: the live alias when there is one. */
+  get invokeTarget(): IFunction {
+    return this.alias ?? this.function
   }
 
   /**

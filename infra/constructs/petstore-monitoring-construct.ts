@@ -74,6 +74,8 @@ const TABLE_OPERATIONS = TABLE_ACTIONS.map((action) => action.replace('dynamodb:
 export class PetstoreMonitoring extends Construct {
   readonly topic: Topic
   readonly alarms: Alarm[]
+  /** The API's 5xx rate: also stops and rolls back a production rollout. */
+  readonly serverErrorRateAlarm: Alarm
   readonly dashboard: Dashboard
 
   constructor(scope: Construct, id: string, props: PetstoreMonitoringProps) {
@@ -165,16 +167,17 @@ export class PetstoreMonitoring extends Construct {
       CONFIG_FAILURE_METRIC,
     )
 
+    this.serverErrorRateAlarm = new Alarm(this, 'ServerErrorRateAlarm', {
+      alarmDescription: `Petstore ${stage}: more than 5% of API responses were 5xx in 3 of the last 5 minutes.`,
+      metric: serverErrorRate,
+      threshold: 0.05,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 5,
+      datapointsToAlarm: 3,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    })
     this.alarms = [
-      new Alarm(this, 'ServerErrorRateAlarm', {
-        alarmDescription: `Petstore ${stage}: more than 5% of API responses were 5xx in 3 of the last 5 minutes.`,
-        metric: serverErrorRate,
-        threshold: 0.05,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 5,
-        datapointsToAlarm: 3,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }),
+      this.serverErrorRateAlarm,
       new Alarm(this, 'AuthorizerErrorsAlarm', {
         alarmDescription: `Petstore ${stage}: the authorizer failed (not a rejected key): it could not read the key mirror, so callers got 500s.`,
         metric: authorizerMetric(AUTHORIZER_METRICS.failed),

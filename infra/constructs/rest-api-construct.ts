@@ -92,12 +92,12 @@ export const addRestApi = (
       apiKeyRequired: true,
     },
   })
-  acknowledgeRules(api)
+  acknowledgeRules(api, config)
   return { api, accessLogGroup }
 }
 
 /** cdk-nag findings this design accepts on purpose, each with its reason. */
-const acknowledgeRules = (api: RestApi): void => {
+const acknowledgeRules = (api: RestApi, config: StageConfig): void => {
   Validations.of(api).acknowledge(
     {
       id: 'AwsSolutions-APIG2',
@@ -105,16 +105,18 @@ const acknowledgeRules = (api: RestApi): void => {
         'Requests are validated in the functions against the shared zod schemas, so every 400 carries the documented validation_failed body with a details list; a gateway request validator would answer in a different shape.',
     },
     {
-      id: 'AwsSolutions-APIG3',
-      reason:
-        'Abuse is bounded per key by usage plans, the functions rate limiter and the stage throttle; every method requires an API key. A WAF web ACL can be associated with the stage later without code changes.',
-    },
-    {
       id: 'AwsSolutions-COG4',
       reason:
         'Clients are machines holding API keys (decisions.md): every method uses the TOKEN Lambda authorizer, which validates the bearer key against the stage key mirror, a copy of its API Gateway keys and usage plans. There are no Cognito users.',
     },
   )
+  if (!config.waf) {
+    Validations.of(api).acknowledge({
+      id: 'AwsSolutions-APIG3',
+      reason:
+        'This stage runs without the WAF web ACL (context waf=false, the staging default): abuse is bounded per key by usage plans, the functions rate limiter and the stage throttle, and every method requires an API key. Production has the web ACL.',
+    })
+  }
   if (api.node.tryFindChild('CloudWatchRole')) {
     Validations.of(api).acknowledge({
       id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',

@@ -2,6 +2,7 @@ import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import type { Construct } from 'constructs'
 import { metricsNamespace, type StageConfig } from '#infra/config/stage-config.ts'
+import { addGradualDeployments } from '#infra/constructs/gradual-deployment-construct.ts'
 import { PetstoreApi } from '#infra/constructs/petstore-api-construct.ts'
 import { PetstoreMonitoring } from '#infra/constructs/petstore-monitoring-construct.ts'
 import { PLAN_DISPLAY_NAMES, PLAN_NAMES } from '#shared/config/plans-config.ts'
@@ -61,6 +62,18 @@ export class PetstoreApiStack extends Stack {
       ],
       ...(config.alarmEmail ? { alarmEmail: config.alarmEmail } : {}),
     })
+
+    if (config.gradualDeployment) {
+      addGradualDeployments(this, {
+        stage,
+        functions: [
+          ...Object.entries(functions).map(([name, fn]) => ({ name, fn })),
+          { name: AUTHORIZER_OPERATION, fn: authorizerFunction },
+        ],
+        stageAlarms: [this.monitoring.serverErrorRateAlarm],
+        alarmTopic: this.monitoring.topic,
+      })
+    }
 
     new CfnOutput(this, 'BaseUrl', {
       description: 'Base address of the API: every path is relative to it',

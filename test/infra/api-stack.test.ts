@@ -45,6 +45,18 @@ const methodsOf = (template: Template) =>
     }
   })
 
+/** The `live` alias of a function: what callers must invoke so rollouts can shift traffic. */
+const liveAliasOf = (template: Template, functionId: string): string => {
+  const aliases = resourcesOf(template, 'AWS::Lambda::Alias').filter(
+    ([, alias]) =>
+      JSON.stringify(propsOf(alias).FunctionName) === JSON.stringify({ Ref: functionId }),
+  )
+  expect(aliases).toHaveLength(1)
+  const [[aliasId, alias]] = aliases as [[string, CfnResource]]
+  expect(propsOf(alias).Name).toBe('live')
+  return aliasId
+}
+
 describe('routes', () => {
   it('serves exactly the shared route table under /v1, nothing else', () => {
     for (const template of [production, staging]) {
@@ -66,7 +78,10 @@ describe('routes', () => {
         OperationName: route.operationId,
         Integration: { Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST' },
       })
-      expect(JSON.stringify(method?.props.Integration)).toContain(`"${functionId}","Arn"`)
+      // Through the live alias, never $LATEST: a rollout's traffic shifting applies to it.
+      expect(JSON.stringify(method?.props.Integration)).toContain(
+        `{"Ref":"${liveAliasOf(production, functionId)}"}`,
+      )
     }
   })
 
@@ -91,7 +106,9 @@ describe('authorization', () => {
       Type: 'TOKEN',
       IdentitySource: 'method.request.header.Authorization',
     })
-    expect(JSON.stringify(propsOf(authorizer).AuthorizerUri)).toContain(authorizerFunctionId)
+    expect(JSON.stringify(propsOf(authorizer).AuthorizerUri)).toContain(
+      `{"Ref":"${liveAliasOf(production, authorizerFunctionId)}"}`,
+    )
     // Malformed tokens are refused by the gateway before the function runs.
     expect(propsOf(authorizer).IdentityValidationExpression).toBe(BEARER_TOKEN_VALIDATION_PATTERN)
     for (const { props } of methodsOf(production)) {

@@ -90,7 +90,7 @@ describe.each(Object.entries(APPS))('cdk-nag AwsSolutions, %s', (_, context) => 
   it('acknowledges this fixed, reviewed list of rules and nothing else', () => {
     expect([...new Set(acknowledgmentsIn(app).map(({ id }) => id))].sort()).toEqual(
       [
-        // API design: validation in the functions, API keys instead of Cognito, no WAF yet.
+        // API design: validation in the functions, API keys instead of Cognito, no WAF on staging.
         'AwsSolutions-APIG2',
         'AwsSolutions-APIG3',
         'AwsSolutions-COG4',
@@ -98,6 +98,10 @@ describe.each(Object.entries(APPS))('cdk-nag AwsSolutions, %s', (_, context) => 
         'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
         // X-Ray actions have no resource-level permissions.
         'AwsSolutions-IAM5[Resource::*]',
+        // CodeDeploy's service role for Lambda rollouts (production).
+        'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSCodeDeployRoleForLambdaLimited]',
+        // The cursor key: rotation would only break next-page links.
+        'AwsSolutions-SMG4',
         // Usage plans created in the console after deployment.
         'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:apigateway:<AWS::Region>::/usageplans/*/keys]',
         // Rate-limit counters expire by TTL and the key mirror is rebuilt every minute: no

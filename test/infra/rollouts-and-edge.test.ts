@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest'
+import { ROUTES } from '#shared/config/routes-config.ts'
+import { MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
+import {
+  appStage,
+  type CfnResource,
+  envOf,
+  functionByService,
+  propsOf,
+  resourcesOf,
+  synthesizeApp,
+} from './support/synth-app.ts'
+
+/**
+ * Bad deploys and the edge, as synthesized: production rolls each function out through CodeDeploy
+ * (canary, rolled back by alarms) and puts a WAF web ACL in front of the stage; staging does
+ * neither. listPets alone gets the cursor key, from a secret generated at deploy time.
+ */
+const production = appStage('production').api
+const staging = appStage('staging').api
+const ROLLED_OUT = [...ROUTES.map((route) => route.operationId), 'authorizer']
+
+const aliasIdOf = (template: typeof production, service: string): string => {
+  const [functionId] = functionByService(template, service)
+  const found = resourcesOf(template, 'AWS::Lambda::Alias').find(
+    ([, alias]) =>
+      JSON.stringify(propsOf(alias).FunctionName) === JSON.stringify({ Ref: functionId }),
+  )
+  if (!found) throw new Error(`${service} has no alias`)
+  return found[0]
+}
+
+describe('bad deploys roll back by themselves in production', () => {
+  const groups = resourcesOf(production, 'AWS::CodeDeploy::DeploymentGroup')
+
+  it('shifts each function through a canary: 10% for 5 minutes, then the rest', () => {
+    expect(groups).toHaveLength(ROLLED_OUT.length)
+    for (const [, group] of groups) {
+      expect(JSON.stringify(propsOf(group).DeploymentConfigName)).toContain(
+        'CodeDeployDefault.LambdaCanary10Percent5Minutes',
+      )
+      expect(propsOf(group).AutoRollbackConfiguration).toMatchObject({
+        Enabled: true,
+        Events: expect.arrayContaining(['DEPLOYMENT_FAILURE', 'DEPLOYMENT_STOP_ON_ALARM']),
+      })
+    }
+  })
+
+  it('updates every live alias through its deployment group', () => {
+    for (const service of ROLLED_OUT) {
+      const aliasId = aliasIdOf(production, service)
+      const alias = production.toJSON().Resources[aliasId] as CfnResource & {
+        UpdatePolicy?: { CodeDeployLambdaAliasUpdate?: unknown }
+      }
+      expect(alias.UpdatePolicy?.CodeDeployLambdaAliasUpdate, service).toBeDefined()
+    }
+  })
+
+  it("rolls back on the new version's errors and on the API's 5xx rate", () => {
+    const alarms = Object.fromEntries(resourcesOf(production, 'AWS::CloudWatch::Alarm'))
+    for (const [, group] of groups) {
+      const names = (
+        propsOf(group).AlarmConfiguration as { Alarms: { Name: { Ref: string } }[] }
+      ).Alarms.map((alarm) => alarm.Name.Ref)
+      expect(names.some((id) => id.startsWith('MonitoringServerErrorRateAlarm'))).toBe(true)
+      const own = names.find((id) => id.includes('LiveAliasErrorsAlarm')) as string
+      const metric = propsOf(alarms[own] as CfnResource)
+      expect(metric).toMatchObject({ MetricName: 'Errors', Namespace: 'AWS/Lambda', Threshold: 1 })
+      // Measured on the alias, so on whichever version takes the traffic.
+      expect(JSON.stringify(metric.Dimensions)).toContain('"Name":"Resource"')
+    }
+  })
+
+  it('staging switches at once: no deployment groups, the alias still in front', () => {
+    expect(resourcesOf(staging, 'AWS::CodeDeploy::DeploymentGroup')).toHaveLength(0)
+    for (const service of ROLLED_OUT) expect(aliasIdOf(staging, service)).toBeTruthy()
+  })
+
+  it('can be switched per stage with context', () => {
+    const synthesized = synthesizeApp({ 'production.gradualDeployment': 'false' })
+    expect(
+      resourcesOf(synthesized.stage('production').api, 'AWS::CodeDeploy::DeploymentGroup'),
+    ).toHaveLength(0)
+  })
+})
+
+describe('the WAF web ACL', () => {
+  const acls = resourcesOf(production, 'AWS::WAFv2::WebACL')
+
+  it('is on in production and off in staging', () => {
+    expect(acls).toHaveLength(1)
+    expect(resourcesOf(staging, 'AWS::WAFv2::WebACL')).toHaveLength(0)
+    const [[aclId]] = acls as [[string, CfnResource]]
+    const [[, association]] = resourcesOf(production, 'AWS::WAFv2::WebACLAssociation') as [
+      [string, CfnResource],
+    ]
+    expect(propsOf(association).WebACLArn).toEqual({ 'Fn::GetAtt': [aclId, 'Arn'] })
+    expect(JSON.stringify(propsOf(association).ResourceArn)).toContain('/stages/')
+  })
+
+  const rules = () =>
+    propsOf((acls[0] as [string, CfnResource])[1]).Rules as {
+      Name: string
+      Statement: Record<string, Record<string, unknown>>
+      Action: { Block: { CustomResponse: Record<string, unknown> } }
+    }[]
+  const bodies = () =>
+    propsOf((acls[0] as [string, CfnResource])[1]).CustomResponseBodies as Record<
+      string,
+      { Content: string }
+    >
+
+  it('answers bodies over the API limit with 413 payload_too_large before any function runs', () => {
+    const rule = rules().find((candidate) => candidate.Name === 'BodyOverApiLimit')
+    expect(rule?.Statement.SizeConstraintStatement).toMatchObject({
+      FieldToMatch: { Body: { OversizeHandling: 'MATCH' } },
+      ComparisonOperator: 'GT',
+      Size: MAX_BODY_BYTES,
+    })
+    const response = rule?.Action.Block.CustomResponse as {
+      ResponseCode: number
+      CustomResponseBodyKey: string
+    }
+    expect(response.ResponseCode).toBe(413)
+    expect(JSON.parse(bodies()[response.CustomResponseBodyKey]?.Content ?? '')).toMatchObject({
+      code: 'payload_too_large',
+      status: 413,
+    })
+  })
+
+  it('blocks one source address over its rate with 429 rate_limited and Retry-After', () => {
+    const rule = rules().find((candidate) => candidate.Name === 'RatePerSourceAddress')
+    expect(rule?.Statement.RateBasedStatement).toMatchObject({
+      AggregateKeyType: 'IP',
+      EvaluationWindowSec: 300,
+    })
+    // Never below what the largest plan may send from one address (Enterprise 5,000/min).
+    expect(Number(rule?.Statement.RateBasedStatement?.Limit)).toBeGreaterThanOrEqual(5_000 * 5)
+    const response = rule?.Action.Block.CustomResponse as {
+      ResponseCode: number
+      CustomResponseBodyKey: string
+      ResponseHeaders: { Name: string; Value: string }[]
+    }
+    expect(response.ResponseCode).toBe(429)
+    expect(response.ResponseHeaders).toEqual([{ Name: 'Retry-After', Value: '60' }])
+    expect(JSON.parse(bodies()[response.CustomResponseBodyKey]?.Content ?? '')).toMatchObject({
+      code: 'rate_limited',
+      status: 429,
+    })
+  })
+})
+
+describe('the cursor key', () => {
+  it('reaches listPets alone, from a secret generated at deploy time per stage', () => {
+    for (const template of [production, staging]) {
+      const [[secretId, secret]] = resourcesOf(template, 'AWS::SecretsManager::Secret') as [
+        [string, CfnResource],
+      ]
+      expect(propsOf(secret).GenerateSecretString).toMatchObject({ PasswordLength: 64 })
+      const value = JSON.stringify(envOf(functionByService(template, 'listPets')[1]).CURSOR_SECRET)
+      expect(value).toContain('{{resolve:secretsmanager:')
+      expect(value).toContain(secretId)
+      for (const service of ['getPet', 'createPet', 'authorizer']) {
+        expect(envOf(functionByService(template, service)[1]).CURSOR_SECRET).toBeUndefined()
+      }
+    }
+  })
+})
