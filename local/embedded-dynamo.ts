@@ -6,6 +6,7 @@ import {
   type CreateTableCommandInput,
   DescribeTableCommand,
   type DynamoDBClient,
+  ResourceInUseException,
   ResourceNotFoundException,
 } from '@aws-sdk/client-dynamodb'
 import dynalite from 'dynalite'
@@ -58,7 +59,12 @@ export const ensureTable = async (
     await client.send(new DescribeTableCommand({ TableName: definition.TableName }))
   } catch (error) {
     if (!(error instanceof ResourceNotFoundException)) throw error
-    await client.send(new CreateTableCommand(definition))
+    try {
+      await client.send(new CreateTableCommand(definition))
+    } catch (createError) {
+      // Another server or test on the same DynamoDB created it first: wait for it all the same.
+      if (!(createError instanceof ResourceInUseException)) throw createError
+    }
     for (let attempt = 0; attempt < 100; attempt += 1) {
       const { Table } = await client.send(
         new DescribeTableCommand({ TableName: definition.TableName }),

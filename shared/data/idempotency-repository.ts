@@ -7,7 +7,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb'
 import { IDEMPOTENCY_WINDOW_SECONDS } from '#shared/domain/idempotency-schema.ts'
-import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
+import { isConditionFailure, oldItemOf } from '#shared/errors/datastore-errors.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { IDEMPOTENCY_TABLE } from './table-schema.ts'
 
@@ -114,7 +114,7 @@ export class IdempotencyRepository {
         return { kind: 'claimed', recordKey, petId: request.petId, takeover: false }
       } catch (error) {
         if (!isConditionFailure(error)) throw error
-        const existing = error.Item ?? (await this.#read(recordKey))
+        const existing = oldItemOf(error) ?? (await this.#read(recordKey))
         if (!existing) continue
         if (existing.attemptId === attemptId) {
           return { kind: 'claimed', recordKey, petId: request.petId, takeover: false }

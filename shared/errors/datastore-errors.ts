@@ -1,3 +1,6 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb'
+import type { NativeAttributeValue } from '@aws-sdk/util-dynamodb'
+import { unmarshall } from '@aws-sdk/util-dynamodb'
 import {
   isServerError,
   isThrottlingError,
@@ -52,5 +55,16 @@ export const isDatastoreConfigurationError = (error: unknown): boolean =>
 /** A conditional write refused by its condition: an expected outcome the caller decides about. */
 export const isConditionFailure = (
   error: unknown,
-): error is { name: 'ConditionalCheckFailedException'; Item?: Record<string, unknown> } =>
+): error is { name: 'ConditionalCheckFailedException'; Item?: Record<string, AttributeValue> } =>
   (error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException'
+
+/**
+ * The item a refused conditional write found (ReturnValuesOnConditionCheckFailure: ALL_OLD), in
+ * the document client's shape. The document client does not unmarshall an exception's Item: it
+ * arrives as raw AttributeValues (`{ S: ... }`), as AWS and DynamoDB Local send it. Undefined
+ * when the backend returned none (dynalite): callers read the item instead.
+ */
+export const oldItemOf = (error: {
+  Item?: Record<string, AttributeValue>
+}): Record<string, NativeAttributeValue> | undefined =>
+  error.Item ? unmarshall(error.Item, { wrapNumbers: true }) : undefined

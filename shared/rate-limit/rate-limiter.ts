@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
 import { RATE_LIMIT_TABLE } from '#shared/data/table-schema.ts'
-import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
+import { isConditionFailure, oldItemOf } from '#shared/errors/datastore-errors.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import {
   minuteLabel,
@@ -246,7 +246,7 @@ export class DynamoRateLimiter implements RateLimiter {
       if (!isConditionFailure(error)) throw error
       let item: Record<string, unknown> | undefined
       try {
-        item = error.Item ?? (await this.#read(key))
+        item = oldItemOf(error) ?? (await this.#read(key))
       } catch (storeError) {
         // Refused, but why is unknown: the minute limit is the conservative guess.
         const counts = { minute: limits.perMinute, day: 0 }

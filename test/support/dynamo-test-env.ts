@@ -13,6 +13,13 @@ import {
  * (DynamoDB Local, or real AWS with credentials) so the same suite runs against either.
  * Every call gets fresh, uniquely named tables.
  */
+/**
+ * Reads a refused conditional write costs beyond the write itself: AWS and DynamoDB Local return
+ * the old item with the failure (ReturnValuesOnConditionCheckFailure), dynalite does not, so the
+ * code reads it. Call counts in tests add this.
+ */
+export const OLD_ITEM_READS = process.env.DYNAMODB_ENDPOINT ? 0 : 1
+
 export interface DynamoTestEnv {
   endpoint: string
   petTable: string
