@@ -10,10 +10,15 @@ export type PetStatus = components['schemas']['PetStatus']
  * openapi/openapi.json, calls made by openapi-fetch. Paths, parameters, bodies and answers are
  * checked by the compiler against the published contract.
  */
-export const petstoreClient = (baseUrl: string, apiKey: string) => {
+export const petstoreClient = (
+  baseUrl: string,
+  apiKey: string,
+  options: { fetch?: typeof globalThis.fetch } = {},
+) => {
   const client = createClient<paths>({
     baseUrl,
     headers: { Authorization: `Bearer ${apiKey}` },
+    ...(options.fetch ? { fetch: options.fetch } : {}),
   })
   return {
     /** createPet; give an idempotencyKey to make retries safe. */

@@ -1,17 +1,33 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Pet, petstoreClient } from '#openapi/petstore-client.ts'
+import { assertKeepsContract } from '#test/support/contract-validator.ts'
 import { type InProcessServer, startInProcessServer } from '#test/support/local-server.ts'
 
 /** The example client from openapi/, generated types and openapi-fetch, against the local server. */
 const KEY = 'e2e-enterprise-typed-0123456789a'
+
+/** The client's own fetch, with every answer checked against the OpenAPI document too. */
+const contractCheckingFetch: typeof fetch = async (input, init) => {
+  const request = new Request(input, init)
+  const response = await fetch(request)
+  const text = await response.clone().text()
+  assertKeepsContract({
+    method: request.method,
+    url: request.url,
+    status: response.status,
+    headers: response.headers,
+    text,
+  })
+  return response
+}
 
 let server: InProcessServer
 let client: ReturnType<typeof petstoreClient>
 
 beforeAll(async () => {
   server = await startInProcessServer({ PETSTORE_API_KEYS: `enterprise:${KEY}` })
-  client = petstoreClient(server.baseUrl, KEY)
+  client = petstoreClient(server.baseUrl, KEY, { fetch: contractCheckingFetch })
 })
 afterAll(async () => {
   await server?.stop()
