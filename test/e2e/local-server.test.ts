@@ -104,20 +104,29 @@ describe.concurrent('local server', () => {
     const cursor = page.headers.get('x-next-cursor')
     expect(cursor).toBeTruthy()
 
-    // Kill -9 once 40 of 200 concurrent creates are acknowledged: no shutdown code runs.
+    // 16 clients create pets without pause; kill -9 once 40 are acknowledged, so creates are in
+    // flight and no shutdown code runs. (16, not hundreds at once: on a busy CI machine a burst
+    // meets the datastore's time limits and answers 503, which is not what this test is about.)
     const acknowledged: number[] = []
     let killed: Promise<number | null> | undefined
-    await Promise.allSettled(
-      Array.from({ length: 200 }, (_, i) =>
-        api
+    let next = 0
+    const client = async () => {
+      while (killed === undefined && next < 400) {
+        const i = next
+        next += 1
+        const response = await api
           .post<{ id: number }>('/pets', { name: `Killed ${i}`, categoryId: i })
-          .then((response) => {
-            if (response.status === 201) acknowledged.push(response.json.id)
-            if (acknowledged.length >= 40) killed ??= first.stop('SIGKILL')
-          }),
-      ),
-    )
-    await killed
+          // The connection the kill cut (fetch's TypeError); anything else is a failure.
+          .catch((error: unknown) => {
+            if (error instanceof TypeError) return undefined
+            throw error
+          })
+        if (response?.status === 201) acknowledged.push(response.json.id)
+        if (acknowledged.length >= 40) killed ??= first.stop('SIGKILL')
+      }
+    }
+    await Promise.all(Array.from({ length: 16 }, client))
+    expect(await killed).toBeNull()
     expect(acknowledged.length).toBeGreaterThanOrEqual(40)
 
     const second = await startLocalServer(env)
