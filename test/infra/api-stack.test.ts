@@ -12,6 +12,7 @@ import {
   appStage,
   type CfnResource,
   functionByService,
+  liveAliasIdOf,
   propsOf,
   resourcesOf,
   synthesizeApp,
@@ -45,18 +46,6 @@ const methodsOf = (template: Template) =>
     }
   })
 
-/** The `live` alias of a function: what callers must invoke so rollouts can shift traffic. */
-const liveAliasOf = (template: Template, functionId: string): string => {
-  const aliases = resourcesOf(template, 'AWS::Lambda::Alias').filter(
-    ([, alias]) =>
-      JSON.stringify(propsOf(alias).FunctionName) === JSON.stringify({ Ref: functionId }),
-  )
-  expect(aliases).toHaveLength(1)
-  const [[aliasId, alias]] = aliases as [[string, CfnResource]]
-  expect(propsOf(alias).Name).toBe('live')
-  return aliasId
-}
-
 describe('routes', () => {
   it('serves exactly the shared route table under /v1, nothing else', () => {
     for (const template of [production, staging]) {
@@ -80,7 +69,7 @@ describe('routes', () => {
       })
       // Through the live alias, never $LATEST: a rollout's traffic shifting applies to it.
       expect(JSON.stringify(method?.props.Integration)).toContain(
-        `{"Ref":"${liveAliasOf(production, functionId)}"}`,
+        `{"Ref":"${liveAliasIdOf(production, functionId)}"}`,
       )
     }
   })
@@ -107,7 +96,7 @@ describe('authorization', () => {
       IdentitySource: 'method.request.header.Authorization',
     })
     expect(JSON.stringify(propsOf(authorizer).AuthorizerUri)).toContain(
-      `{"Ref":"${liveAliasOf(production, authorizerFunctionId)}"}`,
+      `{"Ref":"${liveAliasIdOf(production, authorizerFunctionId)}"}`,
     )
     // Malformed tokens are refused by the gateway before the function runs.
     expect(propsOf(authorizer).IdentityValidationExpression).toBe(BEARER_TOKEN_VALIDATION_PATTERN)

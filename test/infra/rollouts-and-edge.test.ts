@@ -6,6 +6,7 @@ import {
   type CfnResource,
   envOf,
   functionByService,
+  liveAliasIdOf,
   propsOf,
   resourcesOf,
   synthesizeApp,
@@ -20,15 +21,8 @@ const production = appStage('production').api
 const staging = appStage('staging').api
 const ROLLED_OUT = [...ROUTES.map((route) => route.operationId), 'authorizer']
 
-const aliasIdOf = (template: typeof production, service: string): string => {
-  const [functionId] = functionByService(template, service)
-  const found = resourcesOf(template, 'AWS::Lambda::Alias').find(
-    ([, alias]) =>
-      JSON.stringify(propsOf(alias).FunctionName) === JSON.stringify({ Ref: functionId }),
-  )
-  if (!found) throw new Error(`${service} has no alias`)
-  return found[0]
-}
+const aliasIdOf = (template: typeof production, service: string): string =>
+  liveAliasIdOf(template, functionByService(template, service)[0])
 
 describe('bad deploys roll back by themselves in production', () => {
   const groups = resourcesOf(production, 'AWS::CodeDeploy::DeploymentGroup')

@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import { ScanCommand } from '@aws-sdk/lib-dynamodb'
-import type { Context } from 'aws-lambda'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createCreatePetHandler } from '#functions/create-pet/create-pet-handler.ts'
 import {
@@ -11,11 +9,14 @@ import {
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
 import { IdempotencyRepository } from '#shared/data/idempotency-repository.ts'
 import { PetRepository } from '#shared/data/pet-repository.ts'
-import { IDEMPOTENCY_KEY_HEADER } from '#shared/domain/idempotency-schema.ts'
 import { DEADLINE_MARGIN_MS } from '#shared/middleware/http-pipeline.ts'
 import { rateLimitMiddleware } from '#shared/rate-limit/rate-limit-middleware.ts'
 import { DynamoRateLimiter } from '#shared/rate-limit/rate-limiter.ts'
-import { lambdaContext, restEvent } from '#test/support/api-gateway-events.ts'
+import {
+  contextWithRemaining,
+  createPetEvent,
+  storedPetsNamed,
+} from '#test/support/create-pet-requests.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
 import { type FaultKind, type FaultProxy, startFaultProxy } from '#test/support/fault-proxy.ts'
@@ -69,39 +70,8 @@ afterAll(async () => {
   await env?.close()
 })
 
-const contextWith = (remainingMs: number): Context => ({
-  ...lambdaContext(),
-  getRemainingTimeInMillis: (() => {
-    const deadline = Date.now() + remainingMs
-    return () => Math.max(0, deadline - Date.now())
-  })(),
-})
-
-const create = (name: string, idempotencyKey?: string, remainingMs = 10_000) =>
-  handler(
-    restEvent({
-      method: 'POST',
-      body: JSON.stringify({ name, categoryId: 1 }),
-      headers: {
-        'Content-Type': 'application/json',
-        ...(idempotencyKey ? { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey } : {}),
-      },
-    }),
-    contextWith(remainingMs),
-  )
-
-const petsNamed = async (name: string) => {
-  const { Items = [] } = await env.documentClient.send(
-    new ScanCommand({
-      TableName: env.petTable,
-      FilterExpression: '#name = :name',
-      ExpressionAttributeNames: { '#name': 'name' },
-      ExpressionAttributeValues: { ':name': name },
-      ConsistentRead: true,
-    }),
-  )
-  return Items
-}
+const create = (body: object, idempotencyKey?: string, remainingMs = 10_000) =>
+  handler(createPetEvent(body, idempotencyKey), contextWithRemaining(remainingMs))
 
 const POSITIONS = {
   limiter: {
@@ -139,12 +109,12 @@ describe('faults at every DynamoDB call of a create', () => {
       const name = `fault-${randomUUID()}`
       proxy.setRule({ ...POSITIONS[position], kind, times })
       const started = Date.now()
-      const response = await create(name)
+      const response = await create({ name, categoryId: 1 })
       const elapsed = Date.now() - started
       proxy.setRule(undefined)
 
       expect(response.statusCode).toBe(expected)
-      const stored = await petsNamed(name)
+      const stored = await storedPetsNamed(env, name)
       if (expected === 201) {
         expect(stored).toHaveLength(1)
       } else {
@@ -163,10 +133,10 @@ describe('faults at every DynamoDB call of a create', () => {
     async (position) => {
       const name = `lost-${randomUUID()}`
       proxy.setRule({ ...POSITIONS[position], kind: 'lost-answer', times: 1 })
-      const response = await create(name)
+      const response = await create({ name, categoryId: 1 })
       proxy.setRule(undefined)
       expect(response.statusCode).toBe(201)
-      expect(await petsNamed(name)).toHaveLength(1)
+      expect(await storedPetsNamed(env, name)).toHaveLength(1)
     },
   )
 
@@ -178,23 +148,23 @@ describe('faults at every DynamoDB call of a create', () => {
       kind: 'lost-answer',
       times: 1,
     })
-    const response = await create(name, randomUUID())
+    const response = await create({ name, categoryId: 1 }, randomUUID())
     proxy.setRule(undefined)
     expect(response.statusCode).toBe(201)
-    expect(await petsNamed(name)).toHaveLength(1)
+    expect(await storedPetsNamed(env, name)).toHaveLength(1)
   })
 
   it('a retried create with the same Idempotency-Key after a 503 makes one pet', async () => {
     const name = `retry-${randomUUID()}`
     const key = randomUUID()
     proxy.setRule({ ...POSITIONS['pet put'], kind: 'lost-answer', times: LIMITS.maxAttempts })
-    const failed = await create(name, key)
+    const failed = await create({ name, categoryId: 1 }, key)
     proxy.setRule(undefined)
     // Both attempts were applied-or-refused by DynamoDB, but the client saw no answer: 503.
     expect(failed.statusCode).toBe(503)
-    const retried = await create(name, key)
+    const retried = await create({ name, categoryId: 1 }, key)
     expect(retried.statusCode).toBe(201)
-    expect(await petsNamed(name)).toHaveLength(1)
+    expect(await storedPetsNamed(env, name)).toHaveLength(1)
   })
 })
 
@@ -205,7 +175,7 @@ describe('the invocation deadline', () => {
     // A stall on every attempt would take 2 × 300 ms plus backoff: longer than the invocation.
     proxy.setRule({ ...POSITIONS['pet put'], kind: 'stall', times: LIMITS.maxAttempts })
     const started = Date.now()
-    const response = await create(name, undefined, remainingMs)
+    const response = await create({ name, categoryId: 1 }, undefined, remainingMs)
     const elapsed = Date.now() - started
     proxy.setRule(undefined)
     expect(response.statusCode).toBe(503)

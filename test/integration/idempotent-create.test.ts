@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto'
-import { ScanCommand } from '@aws-sdk/lib-dynamodb'
-import type { Context } from 'aws-lambda'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { createCreatePetHandler } from '#functions/create-pet/create-pet-handler.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
 import { IdempotencyRepository } from '#shared/data/idempotency-repository.ts'
 import { PetRepository } from '#shared/data/pet-repository.ts'
-import { IDEMPOTENCY_KEY_HEADER } from '#shared/domain/idempotency-schema.ts'
 import { logger } from '#shared/observability/logger.ts'
-import { lambdaContext, restEvent } from '#test/support/api-gateway-events.ts'
+import {
+  contextWithRemaining,
+  createPetEvent,
+  storedPetsNamed,
+} from '#test/support/create-pet-requests.ts'
 import {
   type DynamoTestEnv,
   OLD_ITEM_READS,
@@ -73,35 +74,8 @@ beforeEach(() => {
   sent.length = 0
 })
 
-const contextWith = (remainingMs: number): Context => ({
-  ...lambdaContext(),
-  getRemainingTimeInMillis: () => remainingMs,
-})
-
 const create = (body: object, idempotencyKey?: string, remainingMs = 10_000) =>
-  handler(
-    restEvent({
-      method: 'POST',
-      body: JSON.stringify(body),
-      headers: {
-        'Content-Type': 'application/json',
-        ...(idempotencyKey ? { [IDEMPOTENCY_KEY_HEADER]: idempotencyKey } : {}),
-      },
-    }),
-    contextWith(remainingMs),
-  )
-
-const petsNamed = async (name: string) => {
-  const { Items = [] } = await env.documentClient.send(
-    new ScanCommand({
-      TableName: env.petTable,
-      FilterExpression: '#name = :name',
-      ExpressionAttributeNames: { '#name': 'name' },
-      ExpressionAttributeValues: { ':name': name },
-    }),
-  )
-  return Items
-}
+  handler(createPetEvent(body, idempotencyKey), contextWithRemaining(remainingMs))
 
 const completion = () => `UpdateItemCommand@${env.idempotencyTable}`
 
@@ -113,7 +87,7 @@ describe('idempotent create when an attempt dies', () => {
     failing.add(completion())
     const died = await create({ name, categoryId: 1 }, key, 5_000)
     expect(died.statusCode).toBe(503)
-    expect(await petsNamed(name)).toHaveLength(1)
+    expect(await storedPetsNamed(env, name)).toHaveLength(1)
 
     failing.clear()
     // Still leased: the retry is told to wait, and nothing is written.
@@ -125,9 +99,9 @@ describe('idempotent create when an attempt dies', () => {
     now += 5_001
     const retried = await create({ name, categoryId: 1 }, key)
     expect(retried.statusCode).toBe(201)
-    const [stored] = await petsNamed(name)
+    const [stored] = await storedPetsNamed(env, name)
     expect(JSON.parse(retried.body).id).toBe(Number(String(stored?.id)))
-    expect(await petsNamed(name)).toHaveLength(1)
+    expect(await storedPetsNamed(env, name)).toHaveLength(1)
 
     const replayed = await create({ name, categoryId: 1 }, key)
     expect(replayed.headers['Idempotent-Replayed']).toBe('true')
@@ -140,12 +114,12 @@ describe('idempotent create when an attempt dies', () => {
     failing.add(`PutItemCommand@${env.petTable}`)
     const failed = await create({ name, categoryId: 1 }, key)
     expect(failed.statusCode).toBe(503)
-    expect(await petsNamed(name)).toHaveLength(0)
+    expect(await storedPetsNamed(env, name)).toHaveLength(0)
 
     failing.clear()
     const retried = await create({ name, categoryId: 1 }, key)
     expect(retried.statusCode).toBe(201)
-    expect(await petsNamed(name)).toHaveLength(1)
+    expect(await storedPetsNamed(env, name)).toHaveLength(1)
   })
 
   it('a different body still gets 422 while the first attempt holds the key', async () => {

@@ -110,3 +110,14 @@ export const functionByService = (template: Template, service: string): [string,
 
 export const envOf = (fn: CfnResource): Record<string, unknown> =>
   (propsOf(fn).Environment as { Variables: Record<string, unknown> }).Variables
+
+/** The logical id of a function's `live` alias (what API Gateway must invoke), or an error. */
+export const liveAliasIdOf = (template: Template, functionId: string): string => {
+  const aliases = resourcesOf(template, 'AWS::Lambda::Alias').filter(
+    ([, alias]) =>
+      JSON.stringify(propsOf(alias).FunctionName) === JSON.stringify({ Ref: functionId }) &&
+      propsOf(alias).Name === 'live',
+  )
+  if (aliases.length !== 1) throw new Error(`${functionId} has ${aliases.length} live aliases`)
+  return (aliases[0] as [string, CfnResource])[0]
+}
