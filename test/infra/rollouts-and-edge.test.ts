@@ -51,17 +51,45 @@ describe('bad deploys roll back by themselves in production', () => {
   })
 
   it("rolls back on the new version's errors and on the API's 5xx rate", () => {
-    const alarms = Object.fromEntries(resourcesOf(production, 'AWS::CloudWatch::Alarm'))
-    for (const [, group] of groups) {
+    const resources = production.toJSON().Resources as Record<string, CfnResource>
+    const groupIds = new Set(groups.map(([id]) => id))
+    for (const service of ROLLED_OUT) {
+      const aliasId = aliasIdOf(production, service)
+      const alias = resources[aliasId] as CfnResource & {
+        UpdatePolicy: { CodeDeployLambdaAliasUpdate: { DeploymentGroupName: { Ref: string } } }
+      }
+      const groupId = alias.UpdatePolicy.CodeDeployLambdaAliasUpdate.DeploymentGroupName.Ref
+      expect(groupIds.has(groupId), service).toBe(true)
       const names = (
-        propsOf(group).AlarmConfiguration as { Alarms: { Name: { Ref: string } }[] }
+        propsOf(resources[groupId] as CfnResource).AlarmConfiguration as {
+          Alarms: { Name: { Ref: string } }[]
+        }
       ).Alarms.map((alarm) => alarm.Name.Ref)
       expect(names.some((id) => id.startsWith('MonitoringServerErrorRateAlarm'))).toBe(true)
       const own = names.find((id) => id.includes('LiveAliasErrorsAlarm')) as string
-      const metric = propsOf(alarms[own] as CfnResource)
-      expect(metric).toMatchObject({ MetricName: 'Errors', Namespace: 'AWS/Lambda', Threshold: 1 })
-      // Measured on the alias, so on whichever version takes the traffic.
-      expect(JSON.stringify(metric.Dimensions)).toContain('"Name":"Resource"')
+      const alarm = propsOf(resources[own] as CfnResource)
+      expect(alarm).toMatchObject({
+        MetricName: 'Errors',
+        Namespace: 'AWS/Lambda',
+        Statistic: 'Sum',
+        Period: 60,
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      })
+      // Only the version the alias is moving to: the old one's errors (90% of the traffic during
+      // the canary) must not roll back a deploy that fixes them.
+      const dimensions = Object.fromEntries(
+        (alarm.Dimensions as { Name: string; Value: unknown }[]).map((d) => [d.Name, d.Value]),
+      )
+      const functionRef = propsOf(alias).FunctionName
+      expect(dimensions).toEqual({
+        FunctionName: functionRef,
+        Resource: { 'Fn::Join': ['', [functionRef, ':live']] },
+        ExecutedVersion: propsOf(alias).FunctionVersion,
+      })
+      // Updated to the new version before the alias shifts any traffic.
+      expect(alias.DependsOn, service).toContain(own)
     }
   })
 
