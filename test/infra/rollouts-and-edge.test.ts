@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { WAF_BODY_INSPECTION_BYTES } from '#infra/constructs/web-acl-construct.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
 import { MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
@@ -140,6 +141,9 @@ describe('the WAF web ACL', () => {
       ComparisonOperator: 'GT',
       Size: MAX_BODY_BYTES,
     })
+    // A body of exactly the API's limit passes: WAF sees all of it (default inspection window).
+    expect(propsOf((acls[0] as [string, CfnResource])[1]).AssociationConfig).toBeUndefined()
+    expect(MAX_BODY_BYTES).toBeLessThanOrEqual(WAF_BODY_INSPECTION_BYTES)
     const response = rule?.Action.Block.CustomResponse as {
       ResponseCode: number
       CustomResponseBodyKey: string
