@@ -92,7 +92,7 @@ export type StageSetting = (typeof STAGE_SETTINGS)[number]
  * Switches that may also be given once for every stage synthesized (`-c waf=false`); a
  * `-c <stage>.<setting>` still wins for its stage.
  */
-export const APP_WIDE_SWITCHES = [
+const APP_WIDE_SWITCHES = [
   'gradualDeployment',
   'waf',
 ] as const satisfies readonly StageSetting[]
