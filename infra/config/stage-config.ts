@@ -88,6 +88,18 @@ export const STAGE_SETTINGS = [
 ] as const
 export type StageSetting = (typeof STAGE_SETTINGS)[number]
 
+/**
+ * Switches that may also be given once for every stage synthesized (`-c waf=false`); a
+ * `-c <stage>.<setting>` still wins for its stage.
+ */
+const APP_WIDE_SWITCHES = [
+  'gradualDeployment',
+  'waf',
+] as const satisfies readonly StageSetting[]
+
+const isAppWideSwitch = (setting: StageSetting): boolean =>
+  (APP_WIDE_SWITCHES as readonly StageSetting[]).includes(setting)
+
 interface StageDefaults {
   logRetentionDays: number
   authorizerCacheTtlSeconds: number
@@ -128,15 +140,23 @@ export const readStageConfig = (context: ContextReader, stage: StageName): Stage
   const nested =
     root && typeof root === 'object' ? (root as Record<string, unknown>)[stage] : undefined
   const fromObject = nested && typeof nested === 'object' ? (nested as Record<string, unknown>) : {}
-  // A command-line `-c production.alarmEmail=...` wins over the cdk.json object.
+  // Most specific first: `-c production.waf=...`, then `-c waf=...` for an app-wide switch, then
+  // the cdk.json object. The key is what an error message names.
+  const source = (setting: StageSetting): { key: string; value: unknown } => {
+    const own = `${stage}.${setting}`
+    const flat = context(own)
+    if (flat !== undefined && flat !== null) return { key: own, value: flat }
+    const everyStage = isAppWideSwitch(setting) ? context(setting) : undefined
+    if (everyStage !== undefined && everyStage !== null) return { key: setting, value: everyStage }
+    return { key: own, value: fromObject[setting] }
+  }
   const raw = (setting: StageSetting): unknown => {
-    const flat = context(`${stage}.${setting}`)
-    const value = flat ?? fromObject[setting]
+    const { value } = source(setting)
     return value === null || value === '' ? undefined : value
   }
   const fail = (setting: StageSetting, expected: string): never => {
     throw new Error(
-      `Invalid context ${stage}.${setting}=${JSON.stringify(raw(setting))}: expected ${expected}`,
+      `Invalid context ${source(setting).key}=${JSON.stringify(raw(setting))}: expected ${expected}`,
     )
   }
   const text = (setting: StageSetting): string | undefined => {

@@ -74,15 +74,27 @@ describe('routes', () => {
     }
   })
 
-  it('lets API Gateway invoke each function only from its own method of the stage', () => {
-    const permissions = resourcesOf(production, 'AWS::Lambda::Permission')
-      .filter(([, permission]) => propsOf(permission).Principal === 'apigateway.amazonaws.com')
-      .map(([, permission]) => JSON.stringify(propsOf(permission).SourceArn))
-    // Three methods and the authorizer; no test-invoke permission open to any stage.
-    expect(permissions).toHaveLength(ROUTES.length + 1)
-    for (const route of ROUTES) {
-      const suffix = `/${route.method}/v1${route.path.replace(/\{\w+\}/g, '*')}"`
-      expect(permissions.some((arn) => arn.includes(suffix))).toBe(true)
+  it('lets API Gateway invoke each live alias only from its own method of the stage', () => {
+    for (const template of [production, staging]) {
+      const permissions = resourcesOf(template, 'AWS::Lambda::Permission')
+        .filter(([, permission]) => propsOf(permission).Principal === 'apigateway.amazonaws.com')
+        .map(([, permission]) => ({
+          target: propsOf(permission).FunctionName,
+          source: JSON.stringify(propsOf(permission).SourceArn),
+        }))
+      // Three methods and the authorizer; no test-invoke permission open to any stage.
+      expect(permissions).toHaveLength(ROUTES.length + 1)
+      // A permission on the function alone would not cover its alias: every call would fail.
+      const aliasOf = (service: string) => ({
+        Ref: liveAliasIdOf(template, functionByService(template, service)[0]),
+      })
+      for (const route of ROUTES) {
+        const suffix = `/${route.method}/v1${route.path.replace(/\{\w+\}/g, '*')}"`
+        const permission = permissions.find(({ source }) => source.endsWith(`${suffix}]]}`))
+        expect(permission?.target, route.operationId).toEqual(aliasOf(route.operationId))
+      }
+      const authorizer = permissions.find(({ source }) => source.includes('/authorizers/'))
+      expect(authorizer?.target).toEqual(aliasOf('authorizer'))
     }
   })
 })

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
+import { WAF_BODY_INSPECTION_BYTES } from '#infra/constructs/web-acl-construct.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
 import { MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
+import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import {
   appStage,
   type CfnResource,
@@ -51,17 +53,45 @@ describe('bad deploys roll back by themselves in production', () => {
   })
 
   it("rolls back on the new version's errors and on the API's 5xx rate", () => {
-    const alarms = Object.fromEntries(resourcesOf(production, 'AWS::CloudWatch::Alarm'))
-    for (const [, group] of groups) {
+    const resources = production.toJSON().Resources as Record<string, CfnResource>
+    const groupIds = new Set(groups.map(([id]) => id))
+    for (const service of ROLLED_OUT) {
+      const aliasId = aliasIdOf(production, service)
+      const alias = resources[aliasId] as CfnResource & {
+        UpdatePolicy: { CodeDeployLambdaAliasUpdate: { DeploymentGroupName: { Ref: string } } }
+      }
+      const groupId = alias.UpdatePolicy.CodeDeployLambdaAliasUpdate.DeploymentGroupName.Ref
+      expect(groupIds.has(groupId), service).toBe(true)
       const names = (
-        propsOf(group).AlarmConfiguration as { Alarms: { Name: { Ref: string } }[] }
+        propsOf(resources[groupId] as CfnResource).AlarmConfiguration as {
+          Alarms: { Name: { Ref: string } }[]
+        }
       ).Alarms.map((alarm) => alarm.Name.Ref)
       expect(names.some((id) => id.startsWith('MonitoringServerErrorRateAlarm'))).toBe(true)
       const own = names.find((id) => id.includes('LiveAliasErrorsAlarm')) as string
-      const metric = propsOf(alarms[own] as CfnResource)
-      expect(metric).toMatchObject({ MetricName: 'Errors', Namespace: 'AWS/Lambda', Threshold: 1 })
-      // Measured on the alias, so on whichever version takes the traffic.
-      expect(JSON.stringify(metric.Dimensions)).toContain('"Name":"Resource"')
+      const alarm = propsOf(resources[own] as CfnResource)
+      expect(alarm).toMatchObject({
+        MetricName: 'Errors',
+        Namespace: 'AWS/Lambda',
+        Statistic: 'Sum',
+        Period: 60,
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      })
+      // Only the version the alias is moving to: the old one's errors (90% of the traffic during
+      // the canary) must not roll back a deploy that fixes them.
+      const dimensions = Object.fromEntries(
+        (alarm.Dimensions as { Name: string; Value: unknown }[]).map((d) => [d.Name, d.Value]),
+      )
+      const functionRef = propsOf(alias).FunctionName
+      expect(dimensions).toEqual({
+        FunctionName: functionRef,
+        Resource: { 'Fn::Join': ['', [functionRef, ':live']] },
+        ExecutedVersion: propsOf(alias).FunctionVersion,
+      })
+      // Updated to the new version before the alias shifts any traffic.
+      expect(alias.DependsOn, service).toContain(own)
     }
   })
 
@@ -111,6 +141,9 @@ describe('the WAF web ACL', () => {
       ComparisonOperator: 'GT',
       Size: MAX_BODY_BYTES,
     })
+    // A body of exactly the API's limit passes: WAF sees all of it (default inspection window).
+    expect(propsOf((acls[0] as [string, CfnResource])[1]).AssociationConfig).toBeUndefined()
+    expect(MAX_BODY_BYTES).toBeLessThanOrEqual(WAF_BODY_INSPECTION_BYTES)
     const response = rule?.Action.Block.CustomResponse as {
       ResponseCode: number
       CustomResponseBodyKey: string
@@ -151,10 +184,12 @@ describe('the cursor key', () => {
         [string, CfnResource],
       ]
       expect(propsOf(secret).GenerateSecretString).toMatchObject({ PasswordLength: 64 })
-      const value = JSON.stringify(envOf(functionByService(template, 'listPets')[1]).CURSOR_SECRET)
-      expect(value).toContain('{{resolve:secretsmanager:')
-      expect(value).toContain(secretId)
-      for (const service of ['getPet', 'createPet', 'authorizer']) {
+      // The whole current secret string, resolved by CloudFormation at deploy time: nothing a
+      // client could know (such as a table name) goes into it, and no cold start fetches it.
+      expect(envOf(functionByService(template, 'listPets')[1]).CURSOR_SECRET).toEqual({
+        'Fn::Join': ['', ['{{resolve:secretsmanager:', { Ref: secretId }, ':SecretString:::}}']],
+      })
+      for (const service of ['getPet', 'createPet', 'authorizer', KEY_SYNC_OPERATION]) {
         expect(envOf(functionByService(template, service)[1]).CURSOR_SECRET).toBeUndefined()
       }
     }

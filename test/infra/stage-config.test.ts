@@ -129,6 +129,37 @@ describe('per-stage settings', () => {
     expect(readStageConfig(context, 'staging').alarmEmail).toBeUndefined()
   })
 
+  it('rolls out gradually and puts the WAF in front in production only, unless told otherwise', () => {
+    expect(readStageConfig(contextOf({}), 'production')).toMatchObject({
+      gradualDeployment: true,
+      waf: true,
+    })
+    expect(readStageConfig(contextOf({}), 'staging')).toMatchObject({
+      gradualDeployment: false,
+      waf: false,
+    })
+    // `-c waf=false` switches every stage; `-c <stage>.waf` still wins for its stage.
+    const context = contextOf({ waf: 'false', gradualDeployment: 'true', 'production.waf': 'true' })
+    expect(readStageConfig(context, 'staging')).toMatchObject({
+      waf: false,
+      gradualDeployment: true,
+    })
+    expect(readStageConfig(context, 'production')).toMatchObject({ waf: true })
+    expect(readStageConfig(contextOf({ waf: false }), 'production').waf).toBe(false)
+    // The app-wide form wins over the cdk.json object, like every command-line setting.
+    expect(
+      readStageConfig(contextOf({ petstore: { staging: { waf: false } }, waf: 'true' }), 'staging')
+        .waf,
+    ).toBe(true)
+    expect(() => readStageConfig(contextOf({ waf: 'on' }), 'staging')).toThrow(
+      'Invalid context waf="on": expected true or false',
+    )
+    // Only switches are app-wide: a setting that names one stage's resources is not.
+    expect(
+      readStageConfig(contextOf({ alarmEmail: 'ops@example.com' }), 'staging').alarmEmail,
+    ).toBeUndefined()
+  })
+
   it('takes a custom domain only with its certificate', () => {
     const config = readStageConfig(
       contextOf({
