@@ -92,10 +92,7 @@ export type StageSetting = (typeof STAGE_SETTINGS)[number]
  * Switches that may also be given once for every stage synthesized (`-c waf=false`); a
  * `-c <stage>.<setting>` still wins for its stage.
  */
-const APP_WIDE_SWITCHES = [
-  'gradualDeployment',
-  'waf',
-] as const satisfies readonly StageSetting[]
+const APP_WIDE_SWITCHES = ['gradualDeployment', 'waf'] as const satisfies readonly StageSetting[]
 
 const isAppWideSwitch = (setting: StageSetting): boolean =>
   (APP_WIDE_SWITCHES as readonly StageSetting[]).includes(setting)
