@@ -26,6 +26,7 @@ import {
   type CachedAuthorization,
   toAuthorization,
 } from './authorizer-cache.ts'
+import { FailedAuthLimiter } from './failed-auth-limiter.ts'
 import { type BackstopFor, UsagePlanThrottle } from './usage-plan-throttle.ts'
 
 /**
@@ -273,47 +274,11 @@ const lambdaContext = (functionName: string, requestId: string): Context => {
 const sendError = (res: ServerResponse, type: GatewayResponseType, requestId: string): void =>
   send(res, errorResponse(gatewayError(type), requestId), requestId)
 
-/**
- * Brute force, locally: an address whose failed authentications in one minute exceed the limit
- * is refused (429 with Retry-After until the minute ends) before any key is looked at. Other
- * addresses are unaffected. On AWS the optional WAF rate-based rule plays this part.
- */
-const FAILED_AUTH_LIMIT = 30
-const FAILED_AUTH_WINDOW_MS = 60_000
-
 const failedAuthError = (retryAfterSeconds: number) =>
   new HttpError('rate_limited', {
     message: 'Too many failed authentications from this address; retry later.',
     headers: retryAfterHeaders(retryAfterSeconds),
   })
-
-class FailedAuthLimiter {
-  readonly #limit: number
-  readonly #clock: Clock
-  readonly #windows = new Map<string, { startedAt: number; failures: number }>()
-
-  constructor({ limit, clock }: { limit: number; clock: Clock }) {
-    this.#limit = limit
-    this.#clock = clock
-  }
-
-  record(address: string): void {
-    const now = this.#clock()
-    const window = this.#windows.get(address)
-    if (!window || now - window.startedAt >= FAILED_AUTH_WINDOW_MS) {
-      // Old windows go when their address fails again; a sweep keeps the map bounded.
-      if (this.#windows.size > 10_000) this.#windows.clear()
-      this.#windows.set(address, { startedAt: now, failures: 1 })
-    } else window.failures += 1
-  }
-
-  retryAfterSeconds(address: string): number | undefined {
-    const window = this.#windows.get(address)
-    if (!window || window.failures <= this.#limit) return undefined
-    const left = window.startedAt + FAILED_AUTH_WINDOW_MS - this.#clock()
-    return left > 0 ? left / 1000 : undefined
-  }
-}
 
 /** The key's plan limits from the authorizer's context (numbers may arrive as strings). */
 const limitsOf = (context: Authorization['context']): PlanLimits | undefined => {
@@ -331,9 +296,12 @@ export const createLocalGateway = ({
   authorizerCacheTtlSeconds = 0,
   backstopFor,
   baseHost = () => undefined,
-  failedAuthLimit = FAILED_AUTH_LIMIT,
+  failedAuthLimit,
 }: LocalGatewayOptions): RequestListener => {
-  const failedAuths = new FailedAuthLimiter({ limit: failedAuthLimit, clock })
+  const failedAuths = new FailedAuthLimiter({
+    clock,
+    ...(failedAuthLimit !== undefined ? { limit: failedAuthLimit } : {}),
+  })
   const cache = new AuthorizerCache({ ttlSeconds: authorizerCacheTtlSeconds, clock })
   const usagePlans = new UsagePlanThrottle({ clock, ...(backstopFor ? { backstopFor } : {}) })
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
