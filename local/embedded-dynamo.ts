@@ -20,7 +20,11 @@ export interface EmbeddedDynamo {
 
 /**
  * dynalite (DynamoDB's API on LevelDB) in this process, on a random loopback port. With a data
- * directory every acknowledged write is in LevelDB before the response; close() flushes it.
+ * directory every acknowledged write is in LevelDB's log before the response (dynalite answers
+ * PutItem and UpdateItem from the put's callback; LevelDB writes each log record to the file
+ * before it calls back), so it survives a killed process; not a power cut (no fsync). One gap,
+ * from dynalite's code: a put writes the GSI entries first, then the item, as separate writes, so
+ * a kill between them can leave an unacknowledged pet in its status list without the item.
  */
 export const startEmbeddedDynamo = async (dataDir: string): Promise<EmbeddedDynamo> => {
   let path: string | undefined

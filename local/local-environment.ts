@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { readFile, writeFile } from 'node:fs/promises'
+import { link, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { IN_MEMORY } from './embedded-dynamo.ts'
 /** The tables `npm start` creates in its DynamoDB (the README names them). */
@@ -45,25 +45,46 @@ export const localFunctionEnvironment = (
   return env
 }
 
+/** What localCursorSecret writes: 32 random bytes as hex. */
+const CURSOR_SECRET_PATTERN = /^[0-9a-f]{64}$/
+
+const readSecret = async (file: string): Promise<string | undefined> => {
+  try {
+    const text = (await readFile(file, 'utf8')).trim()
+    // Empty or cut short (a first start killed mid-write): not a key to sign cursors with.
+    return CURSOR_SECRET_PATTERN.test(text) ? text : undefined
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw error
+  }
+}
+
 /**
  * The local stage's cursor secret, as a deploy makes one per stage: random on first start and
  * kept in the data directory (owner-only), so cursors survive a restart; a fresh one per process
- * with `:memory:`, which keeps no data for a cursor to point into anyway.
+ * with `:memory:`, which keeps no data for a cursor to point into anyway. The file appears whole
+ * or not at all (written aside, then linked into place), so a kill mid-write never leaves an
+ * empty or short key; a file that is not a whole key anyway is replaced.
  */
 export const localCursorSecret = async (dataDir: string): Promise<string> => {
   if (dataDir === IN_MEMORY) return randomBytes(32).toString('hex')
   const file = join(dataDir, CURSOR_SECRET_FILE)
+  const kept = await readSecret(file)
+  if (kept) return kept
+  const aside = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`
+  await writeFile(aside, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' })
   try {
-    return (await readFile(file, 'utf8')).trim()
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+    // link fails if the file exists: of two servers starting on one directory, the first wins.
+    await link(aside, file).catch(async (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw error
+      if ((await readSecret(file)) === undefined) await rename(aside, file)
+    })
+  } finally {
+    await rm(aside, { force: true })
   }
-  const secret = randomBytes(32).toString('hex')
-  // wx: two servers starting on one directory keep the first secret.
-  await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' }).catch(async (error) => {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-  })
-  return (await readFile(file, 'utf8')).trim()
+  const secret = await readSecret(file)
+  if (!secret) throw new Error(`${file} does not hold a cursor secret`)
+  return secret
 }
 
 export const CURSOR_SECRET_FILE = 'cursor-secret'

@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
+import {
+  type IncomingMessage,
+  type RequestListener,
+  type ServerResponse,
+  STATUS_CODES,
+} from 'node:http'
+import type { Duplex } from 'node:stream'
 import type {
   APIGatewayAuthorizerResult,
   APIGatewayProxyEvent,
@@ -11,8 +17,8 @@ import { GATEWAY_RESPONSES } from '#infra/config/gateway-responses-config.ts'
 import { BEARER_TOKEN_VALIDATION_PATTERN, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
 import { API_VERSION_PATH, ROUTES, type Route } from '#shared/config/routes-config.ts'
-import { HttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
-import { errorResponse } from '#shared/http/http-response.ts'
+import { HttpError, retryAfterHeaders, validationFailed } from '#shared/errors/http-error.ts'
+import { errorResponse, type HttpResponse } from '#shared/http/http-response.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import {
   type Authorization,
@@ -20,6 +26,7 @@ import {
   type CachedAuthorization,
   toAuthorization,
 } from './authorizer-cache.ts'
+import { FailedAuthLimiter } from './failed-auth-limiter.ts'
 import { type BackstopFor, UsagePlanThrottle } from './usage-plan-throttle.ts'
 
 /**
@@ -117,6 +124,49 @@ const safeDecode = (segment: string): string => {
   } catch {
     return segment
   }
+}
+
+/**
+ * The request target as a URL. An absolute-form target (`GET http://host/v1/pets`, which HTTP/1.1
+ * servers must accept) that does not parse as a URL is the client's error (400), not a 500.
+ */
+const requestUrl = (req: IncomingMessage): URL | undefined =>
+  URL.parse(req.url ?? '/', 'http://local') ?? undefined
+
+/** Node's own test for an `Expect: 100-continue` request (lib/_http_server.js). */
+const EXPECTS_CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
+
+/** A response written straight to a socket that has no ServerResponse (CONNECT). */
+const writeRaw = (socket: Duplex, result: HttpResponse, requestId: string): void => {
+  const body = Buffer.from(result.body ?? '')
+  const headers = {
+    ...result.headers,
+    'x-amzn-RequestId': requestId,
+    'Content-Length': String(body.length),
+    Connection: 'close',
+  }
+  const head = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}`)
+    .join('\r\n')
+  const status = `${result.statusCode} ${STATUS_CODES[result.statusCode] ?? ''}`
+  socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 ${status}\r\n${head}\r\n\r\n`), body]))
+}
+
+/**
+ * CONNECT asks for a tunnel, which no route offers: the gateway's route_not_found, as for any
+ * other method it does not know (Node would otherwise drop the connection without an answer).
+ */
+export const refuseTunnel = (_req: IncomingMessage, socket: Duplex): void => {
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
+  const requestId = randomUUID()
+  writeRaw(
+    socket,
+    errorResponse(gatewayError('MISSING_AUTHENTICATION_TOKEN'), requestId),
+    requestId,
+  )
 }
 
 const send = (res: ServerResponse, result: APIGatewayProxyResult, requestId: string): void => {
@@ -224,47 +274,11 @@ const lambdaContext = (functionName: string, requestId: string): Context => {
 const sendError = (res: ServerResponse, type: GatewayResponseType, requestId: string): void =>
   send(res, errorResponse(gatewayError(type), requestId), requestId)
 
-/**
- * Brute force, locally: an address whose failed authentications in one minute exceed the limit
- * is refused (429 with Retry-After until the minute ends) before any key is looked at. Other
- * addresses are unaffected. On AWS the optional WAF rate-based rule plays this part.
- */
-const FAILED_AUTH_LIMIT = 30
-const FAILED_AUTH_WINDOW_MS = 60_000
-
 const failedAuthError = (retryAfterSeconds: number) =>
   new HttpError('rate_limited', {
     message: 'Too many failed authentications from this address; retry later.',
     headers: retryAfterHeaders(retryAfterSeconds),
   })
-
-class FailedAuthLimiter {
-  readonly #limit: number
-  readonly #clock: Clock
-  readonly #windows = new Map<string, { startedAt: number; failures: number }>()
-
-  constructor({ limit, clock }: { limit: number; clock: Clock }) {
-    this.#limit = limit
-    this.#clock = clock
-  }
-
-  record(address: string): void {
-    const now = this.#clock()
-    const window = this.#windows.get(address)
-    if (!window || now - window.startedAt >= FAILED_AUTH_WINDOW_MS) {
-      // Old windows go when their address fails again; a sweep keeps the map bounded.
-      if (this.#windows.size > 10_000) this.#windows.clear()
-      this.#windows.set(address, { startedAt: now, failures: 1 })
-    } else window.failures += 1
-  }
-
-  retryAfterSeconds(address: string): number | undefined {
-    const window = this.#windows.get(address)
-    if (!window || window.failures <= this.#limit) return undefined
-    const left = window.startedAt + FAILED_AUTH_WINDOW_MS - this.#clock()
-    return left > 0 ? left / 1000 : undefined
-  }
-}
 
 /** The key's plan limits from the authorizer's context (numbers may arrive as strings). */
 const limitsOf = (context: Authorization['context']): PlanLimits | undefined => {
@@ -282,23 +296,29 @@ export const createLocalGateway = ({
   authorizerCacheTtlSeconds = 0,
   backstopFor,
   baseHost = () => undefined,
-  failedAuthLimit = FAILED_AUTH_LIMIT,
+  failedAuthLimit,
 }: LocalGatewayOptions): RequestListener => {
-  const failedAuths = new FailedAuthLimiter({ limit: failedAuthLimit, clock })
+  const failedAuths = new FailedAuthLimiter({
+    clock,
+    ...(failedAuthLimit !== undefined ? { limit: failedAuthLimit } : {}),
+  })
   const cache = new AuthorizerCache({ ttlSeconds: authorizerCacheTtlSeconds, clock })
   const usagePlans = new UsagePlanThrottle({ clock, ...(backstopFor ? { backstopFor } : {}) })
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const requestId = randomUUID()
-    const url = new URL(req.url ?? '/', 'http://local')
+    const answer = (error: HttpError) => send(res, errorResponse(error, requestId), requestId)
+    const url = requestUrl(req)
+    if (url === undefined) {
+      const message = 'The request target is not a valid URL or path.'
+      return answer(validationFailed([{ field: 'path', message }], message))
+    }
     const method = (req.method ?? 'GET').toUpperCase()
     const address = req.socket.remoteAddress ?? 'unknown'
     // Answers before the body is read go out at once; Node then discards the unread body
     // (never buffered) so the connection stays usable.
     const refuse = (type: GatewayResponseType) => sendError(res, type, requestId)
     const retryAfter = failedAuths.retryAfterSeconds(address)
-    if (retryAfter !== undefined) {
-      return send(res, errorResponse(failedAuthError(retryAfter), requestId), requestId)
-    }
+    if (retryAfter !== undefined) return answer(failedAuthError(retryAfter))
 
     // Unknown paths and methods: API Gateway's MISSING_AUTHENTICATION_TOKEN, answered before auth.
     let match: { compiled: CompiledRoute; values: string[] } | undefined
@@ -354,7 +374,9 @@ export const createLocalGateway = ({
     const verdict = usagePlans.admit(authorized.usageKeyDigest, limits)
     if (verdict !== 'admitted') return refuse(verdict)
 
-    // Routed, authenticated and admitted: only now is the body read.
+    // Routed, authenticated and admitted: only now is the body read, and only now is a client
+    // that waits for it (Expect: 100-continue, as curl sends for large bodies) asked to send it.
+    if (EXPECTS_CONTINUE.test(req.headers.expect ?? '')) res.writeContinue()
     const body = await readBody(req)
     if (body === undefined) return refuse('REQUEST_TOO_LARGE')
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
 import { contractViolations } from '#test/support/contract-validator.ts'
 import { type InProcessServer, startInProcessServer } from '#test/support/local-server.ts'
+import { rawExchange } from '#test/support/raw-http.ts'
 
 /**
  * Generated hostile requests over HTTP against the local server: malformed and deeply nested
@@ -41,6 +42,8 @@ interface HostileRequest {
   path: string
   headers: Record<string, string>
   body?: string
+  /** false: no Host header at all (node:http adds one otherwise). */
+  setHost?: boolean
 }
 
 interface Answer {
@@ -58,6 +61,7 @@ const send = (req: HostileRequest): Promise<Answer> =>
         method: req.method,
         path: `/v1${req.path}`,
         headers: req.headers,
+        setHost: req.setHost ?? true,
       },
       (res) => {
         const chunks: Buffer[] = []
@@ -286,6 +290,9 @@ const hostileRequest: fc.Arbitrary<HostileRequest> = fc
       { nil: undefined, freq: 8 },
     ),
     idempotencyKey: fc.option(headerText, { nil: undefined, freq: 2 }),
+    // Expectations the server does not know (100-continue is local-security.test.ts's subject).
+    expectation: fc.option(fc.constantFrom('teapot', 'foo=bar', ''), { nil: undefined, freq: 12 }),
+    withoutHost: fc.integer({ min: 0, max: 14 }).map((n) => n === 0),
     padding: fc.option(fc.integer({ min: 1, max: 12_000 }), { nil: undefined, freq: 10 }),
     body: fc.option(body, { nil: undefined, freq: 6 }),
   })
@@ -296,6 +303,8 @@ const hostileRequest: fc.Arbitrary<HostileRequest> = fc
       authorization: auth,
       contentType,
       idempotencyKey,
+      expectation,
+      withoutHost,
       padding,
       body: payload,
     }) => {
@@ -303,8 +312,15 @@ const hostileRequest: fc.Arbitrary<HostileRequest> = fc
       if (auth !== undefined) headers.Authorization = auth
       if (contentType !== undefined) headers['Content-Type'] = contentType
       if (idempotencyKey !== undefined) headers['Idempotency-Key'] = idempotencyKey
+      if (expectation !== undefined) headers.Expect = expectation
       if (padding !== undefined) headers['X-Padding'] = 'p'.repeat(padding)
-      return { method, path: target, headers, ...(payload !== undefined ? { body: payload } : {}) }
+      return {
+        method,
+        path: target,
+        headers,
+        ...(withoutHost ? { setHost: false } : {}),
+        ...(payload !== undefined ? { body: payload } : {}),
+      }
     },
   )
 
@@ -394,6 +410,45 @@ describe('hostile input, found by generation and kept as examples', () => {
       headers: { Authorization: `Bearer ${KEY}`, ['__proto__']: 'x' },
     })
     expect(answer.status).toBe(200)
+  })
+})
+
+describe('requests Node would answer on its own, found by probing and kept as examples', () => {
+  const auth = () => `Host: ${base.host}\r\nAuthorization: Bearer ${KEY}\r\n`
+  // Before: a bare 400, a bare 417, a connection closed without an answer, and two 500s. The
+  // gateway gives the functions its own Host, so one the client left out changes nothing.
+  it.each([
+    [
+      'an HTTP/1.1 request without Host',
+      200,
+      () => `GET /v1/pets HTTP/1.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`,
+    ],
+    [
+      'an Expect the server does not know',
+      200,
+      () => `GET /v1/pets HTTP/1.1\r\n${auth()}Expect: teapot\r\n\r\n`,
+    ],
+    ['CONNECT', 404, () => `CONNECT evil.example:443 HTTP/1.1\r\n${auth()}\r\n`],
+    [
+      'an absolute-form target that is no URL',
+      400,
+      () => `GET http://[/v1/pets HTTP/1.1\r\n${auth()}\r\n`,
+    ],
+    [
+      'an absolute-form target with port 99999',
+      400,
+      () => `GET http://a:99999/v1/pets HTTP/1.1\r\n${auth()}\r\n`,
+    ],
+  ])('%s gets %i from the gateway', async (_, status, request) => {
+    const answer = await rawExchange(base, request())
+    expect(answer.status).toBe(status)
+    const headers = new Headers(answer.headers)
+    // Answered by the gateway (a request id), within the contract, an Error body if non-2xx.
+    expect(headers.get('x-amzn-requestid')).toBeTruthy()
+    const method = request().split(' ')[0] as string
+    expect(
+      problemsWith({ method, path: '/pets', headers: {} }, { status, headers, text: answer.body }),
+    ).toEqual([])
   })
 })
 

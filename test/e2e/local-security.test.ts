@@ -3,6 +3,7 @@ import { connect, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { assertKeepsContract } from '#test/support/contract-validator.ts'
 import { type InProcessServer, startInProcessServer } from '#test/support/local-server.ts'
+import { rawExchange } from '#test/support/raw-http.ts'
 
 /**
  * What the local server does with requests that try to steer it: links from the configured
@@ -152,6 +153,37 @@ describe('the body is read only after routing and authentication', () => {
     const answer = await halfSentRequest('/store/orders', [`Authorization: Bearer ${KEY}`])
     expect(answer).toMatch(/^HTTP\/1\.1 404/)
     expect(answer).toContain('"code":"route_not_found"')
+  })
+})
+
+describe('a client that waits for 100 Continue is asked for its body only once it may send it', () => {
+  const body = JSON.stringify({ name: 'Expecting', categoryId: 7 })
+  const head = (authorization: string) =>
+    [
+      'POST /v1/pets HTTP/1.1',
+      `Host: ${base.host}`,
+      ...(authorization ? [`Authorization: ${authorization}`] : []),
+      'Content-Type: application/json',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      'Expect: 100-continue',
+      '',
+      '',
+    ].join('\r\n')
+
+  it('without a valid key: 401 and never a 100 Continue, so the body is never sent', async () => {
+    for (const authorization of ['', 'Bearer wrong-key-0123456789abcdef']) {
+      const answer = await rawExchange(base, head(authorization))
+      expect(answer.status).toBe(401)
+      expect(answer.text).not.toContain('100 Continue')
+      expect(JSON.parse(answer.body)).toMatchObject({ code: 'unauthorized', status: 401 })
+    }
+  })
+
+  it('with a valid key: 100 Continue, then the body, then 201', async () => {
+    const answer = await rawExchange(base, head(`Bearer ${KEY}`), { afterFirstAnswer: body })
+    expect(answer.text).toMatch(/^HTTP\/1\.1 100 Continue\r\n/)
+    expect(answer.status).toBe(201)
+    expect(JSON.parse(answer.body)).toMatchObject({ name: 'Expecting', categoryId: 7 })
   })
 })
 

@@ -21,3 +21,27 @@ describe('local config: PETSTORE_AUTHORIZER_CACHE_TTL', () => {
     )
   })
 })
+
+describe('local config: a malformed PETSTORE_API_KEYS entry', () => {
+  const SECRET = 'RECOGNISABLE-secret-0123456789abcdef'
+  /** Every 6-character piece of the key: none may appear in the message. */
+  const pieces = Array.from({ length: SECRET.length - 5 }, (_, i) => SECRET.slice(i, i + 6))
+
+  it.each([
+    ['without a plan', SECRET, 'entry 1 is not'],
+    ['with an unknown plan', `gold:${SECRET}`, 'entry 1 is not'],
+    ['with a key too short', `free:${SECRET.slice(0, 12)}`, 'the free key (entry 1)'],
+    ['with a character keys never have', `pro:${SECRET}!`, 'the pro key (entry 1)'],
+    ['in second place', `business:ok-key-0123456789abcdefgh,${SECRET}`, 'entry 2 is not'],
+  ])('%s is named by its position, without echoing the key', (_, value, named) => {
+    let message = ''
+    try {
+      readLocalConfig({ PETSTORE_API_KEYS: value })
+    } catch (error) {
+      expect(error).toBeInstanceOf(LocalConfigError)
+      message = (error as Error).message
+    }
+    expect(message).toContain(named)
+    for (const piece of pieces) expect(message).not.toContain(piece)
+  })
+})

@@ -1,0 +1,60 @@
+import type { Clock } from '#shared/time/clock.ts'
+
+/**
+ * Brute force, locally: an address whose failed authentications in one minute exceed the limit
+ * is refused (429 with Retry-After until its minute ends) before any key is looked at; other
+ * addresses are unaffected. 429, not a slower 401: decisions.md's answer to "too many requests"
+ * is 429 `rate_limited` with Retry-After, and a delay would hold a connection per guess. On AWS
+ * the optional WAF rate-based rule plays this part.
+ */
+export const FAILED_AUTH_LIMIT = 30
+export const FAILED_AUTH_WINDOW_MS = 60_000
+/** Addresses remembered at most; past it the oldest windows go first. */
+const FAILED_AUTH_ADDRESSES = 10_000
+
+export class FailedAuthLimiter {
+  readonly #limit: number
+  readonly #clock: Clock
+  readonly #maxAddresses: number
+  /** In order of each window's start (a restarted window moves to the end). */
+  readonly #windows = new Map<string, { startedAt: number; failures: number }>()
+
+  constructor({
+    limit = FAILED_AUTH_LIMIT,
+    clock,
+    maxAddresses = FAILED_AUTH_ADDRESSES,
+  }: {
+    limit?: number
+    clock: Clock
+    maxAddresses?: number
+  }) {
+    this.#limit = limit
+    this.#clock = clock
+    this.#maxAddresses = maxAddresses
+  }
+
+  record(address: string): void {
+    const now = this.#clock()
+    const window = this.#windows.get(address)
+    if (window && now - window.startedAt < FAILED_AUTH_WINDOW_MS) {
+      window.failures += 1
+      return
+    }
+    this.#windows.delete(address)
+    // Bounded: the oldest windows go first, so many addresses failing once cannot wipe out the
+    // window of one that is refused right now (it would only go after maxAddresses newer ones).
+    for (const [oldest] of this.#windows) {
+      if (this.#windows.size < this.#maxAddresses) break
+      this.#windows.delete(oldest)
+    }
+    this.#windows.set(address, { startedAt: now, failures: 1 })
+  }
+
+  /** Seconds until the address may try again, or undefined when it is not refused. */
+  retryAfterSeconds(address: string): number | undefined {
+    const window = this.#windows.get(address)
+    if (!window || window.failures <= this.#limit) return undefined
+    const left = window.startedAt + FAILED_AUTH_WINDOW_MS - this.#clock()
+    return left > 0 ? left / 1000 : undefined
+  }
+}
