@@ -40,10 +40,12 @@ export interface StageConfig {
   authorizerCacheTtlSeconds: number
   alarmEmail?: string
   /**
-   * Stage-wide throttle ahead of the per-key usage plans (requests per second, burst): never
-   * below the largest plan backstop (stageThrottleFloor). The account-level throttle (10,000
-   * requests per second, burst 5,000 per Region by default, "Amazon API Gateway quotas", AWS docs)
-   * still caps every stage and plan of the account, whatever these say.
+   * The stage throttle (requests per second, burst): API Gateway applies it per method to every
+   * client of the stage together, not per key ("Throttle requests to your REST APIs", AWS docs),
+   * so it is the stage's whole capacity, sized for all traffic (STAGE_DEFAULTS). The rate is
+   * never below the largest plan backstop's rate (stageThrottleFloor). The account-level
+   * throttle (10,000 requests per second, burst 5,000 per Region by default, "Amazon API Gateway
+   * quotas", AWS docs) still caps every stage of the account, whatever these say.
    */
   throttleRateLimit: number
   throttleBurstLimit: number
@@ -100,15 +102,30 @@ const isAppWideSwitch = (setting: StageSetting): boolean =>
 interface StageDefaults {
   logRetentionDays: number
   authorizerCacheTtlSeconds: number
+  throttleRateLimit: number
+  throttleBurstLimit: number
 }
 
 /**
  * Staging is cheap and quick to change (short logs, short authorizer cache); production keeps
- * logs a quarter and caches authorizer decisions for API Gateway's default five minutes.
+ * logs a quarter and caches authorizer decisions for API Gateway's default five minutes. The
+ * stage throttles are the stage's capacity for all clients together: production at the account's
+ * default burst (5,000) and half its default rate, leaving room for a second API in the Region;
+ * staging a fifth of that rate with a burst for load tests.
  */
 export const STAGE_DEFAULTS: Record<StageName, StageDefaults> = {
-  staging: { logRetentionDays: 14, authorizerCacheTtlSeconds: 60 },
-  production: { logRetentionDays: 90, authorizerCacheTtlSeconds: 300 },
+  staging: {
+    logRetentionDays: 14,
+    authorizerCacheTtlSeconds: 60,
+    throttleRateLimit: 1_000,
+    throttleBurstLimit: 2_000,
+  },
+  production: {
+    logRetentionDays: 90,
+    authorizerCacheTtlSeconds: 300,
+    throttleRateLimit: 5_000,
+    throttleBurstLimit: 5_000,
+  },
 }
 
 /** Reads one context value (e.g. `(key) => app.node.tryGetContext(key)`). */
@@ -202,28 +219,19 @@ export const readStageConfig = (context: ContextReader, stage: StageName): Stage
   }
   const alarmEmail = text('alarmEmail')
   if (alarmEmail !== undefined && !EMAIL.test(alarmEmail)) fail('alarmEmail', 'an email address')
-  // Default and minimum: the largest plan backstop, the rate rounded up to whole requests.
+  // The rate never undercuts the largest plan backstop: a stage throttle below it would refuse a
+  // client of that plan before its own usage plan does. The burst has no such floor: the
+  // account's burst (5,000 by default) caps every bucket above it anyway.
   const floor = stageThrottleFloor(enterpriseLimits)
-  const throttleAtLeast = (
-    setting: 'throttleRateLimit' | 'throttleBurstLimit',
-    limit: number,
-    plan: string,
-  ): number => {
-    const minimum = Math.ceil(limit)
-    return integer(
-      setting,
-      minimum,
-      minimum,
-      undefined,
-      `the ${plan} usage plan's backstop is ${Number(limit.toFixed(2))}; a lower stage throttle would refuse requests that plan allows`,
-    )
-  }
-  const throttleRateLimit = throttleAtLeast('throttleRateLimit', floor.rateLimit, floor.ratePlan)
-  const throttleBurstLimit = throttleAtLeast(
-    'throttleBurstLimit',
-    floor.burstLimit,
-    floor.burstPlan,
+  const minimumRate = Math.ceil(floor.rateLimit)
+  const throttleRateLimit = integer(
+    'throttleRateLimit',
+    Math.max(defaults.throttleRateLimit, minimumRate),
+    minimumRate,
+    undefined,
+    `the ${floor.ratePlan} usage plan's backstop is ${Number(floor.rateLimit.toFixed(2))} requests/s; a lower stage throttle would refuse requests that plan allows`,
   )
+  const throttleBurstLimit = integer('throttleBurstLimit', defaults.throttleBurstLimit, 1)
 
   const domainName = text('domainName')
   const certificateArn = text('certificateArn')

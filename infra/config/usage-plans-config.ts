@@ -6,10 +6,7 @@ import {
   type PlanLimits,
   type PlanName,
 } from '#shared/config/plans-config.ts'
-import {
-  type UsagePlanBackstop,
-  usagePlanBackstop,
-} from '#shared/config/usage-plan-backstop-config.ts'
+import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
 import type { StageName } from './stage-config.ts'
 
 /** One API Gateway usage plan: the backstop ahead of the functions' own rate limiter. */
@@ -51,28 +48,17 @@ export const usagePlanSpecs = (stage: StageName, enterprise: PlanLimits): UsageP
     }
   })
 
-/** The stage throttle's floor: the largest backstop rate and burst of any plan, and whose. */
+/** The stage throttle's floor: the largest backstop rate of any plan, and whose. */
 export interface StageThrottleFloor {
   rateLimit: number
   ratePlan: PlanName
-  burstLimit: number
-  burstPlan: PlanName
 }
 
-/**
- * A stage throttle below a plan's backstop would refuse a client of that plan before its own
- * usage plan does (decisions.md: "A stage's own throttle never undercuts a plan's backstop").
- */
-export const stageThrottleFloor = (enterprise: PlanLimits): StageThrottleFloor => {
-  const backstops = PLAN_NAMES.map((plan): [PlanName, UsagePlanBackstop] => [
-    plan,
-    usagePlanBackstop(limitsFor(plan, enterprise)),
-  ])
-  const largest = (of: (backstop: UsagePlanBackstop) => number): [PlanName, number] =>
-    backstops
-      .map(([plan, backstop]): [PlanName, number] => [plan, of(backstop)])
-      .reduce((best, candidate) => (candidate[1] > best[1] ? candidate : best))
-  const [ratePlan, rateLimit] = largest((backstop) => backstop.rateLimit)
-  const [burstPlan, burstLimit] = largest((backstop) => backstop.burstLimit)
-  return { rateLimit, ratePlan, burstLimit, burstPlan }
-}
+/** A stage throttle rate below this would refuse a client of that plan before its usage plan does. */
+export const stageThrottleFloor = (enterprise: PlanLimits): StageThrottleFloor =>
+  PLAN_NAMES.map(
+    (plan): StageThrottleFloor => ({
+      ratePlan: plan,
+      rateLimit: usagePlanBackstop(limitsFor(plan, enterprise)).rateLimit,
+    }),
+  ).reduce((best, candidate) => (candidate.rateLimit > best.rateLimit ? candidate : best))

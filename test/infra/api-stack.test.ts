@@ -314,9 +314,9 @@ describe('usage plans', () => {
       [PLAN_TAGS.perDay]: '3000000',
     })
     expect(plansOf(custom).get('free')?.Throttle).toEqual({ RateLimit: 2, BurstLimit: 120 })
-    // The stage throttle follows the larger Enterprise backstop.
+    // Far below the stage's capacity: the stage throttle keeps its default.
     expect(propsOf(only(custom, 'AWS::ApiGateway::Stage')[1])).toMatchObject({
-      MethodSettings: [{ ThrottlingRateLimit: 400, ThrottlingBurstLimit: 24_000 }],
+      MethodSettings: [{ ThrottlingRateLimit: 5_000, ThrottlingBurstLimit: 5_000 }],
     })
   })
 })
@@ -335,8 +335,8 @@ describe('stage', () => {
           LoggingLevel: 'ERROR',
           DataTraceEnabled: false,
           // The Enterprise backstop, the largest: 5000 / 30 rounded up, and 2 x 5000.
-          ThrottlingRateLimit: 167,
-          ThrottlingBurstLimit: 10_000,
+          ThrottlingRateLimit: 5_000,
+          ThrottlingBurstLimit: 5_000,
         },
       ],
     })
@@ -373,42 +373,54 @@ describe('stage', () => {
     expect(resourcesOf(without, 'AWS::IAM::Role')).toHaveLength(ROUTES.length + 2)
   })
 
-  it('throttles staging like production: at the largest plan backstop', () => {
+  it('throttles each stage for all its clients together: production 5,000/s, staging 1,000/s', () => {
+    expect(propsOf(only(production, 'AWS::ApiGateway::Stage')[1])).toMatchObject({
+      StageName: 'production',
+      MethodSettings: [
+        {
+          HttpMethod: '*',
+          ResourcePath: '/*',
+          ThrottlingRateLimit: 5_000,
+          ThrottlingBurstLimit: 5_000,
+        },
+      ],
+    })
     expect(propsOf(only(staging, 'AWS::ApiGateway::Stage')[1])).toMatchObject({
       StageName: 'staging',
-      MethodSettings: [{ ThrottlingRateLimit: 167, ThrottlingBurstLimit: 10_000 }],
+      MethodSettings: [{ ThrottlingRateLimit: 1_000, ThrottlingBurstLimit: 2_000 }],
     })
   })
 
-  it("never undercuts a plan's backstop, in either stage", () => {
-    for (const template of [production, staging]) {
+  it('leaves room above every plan backstop: hundreds of Business keys at their allowed rate', () => {
+    const businessPerMinute = 1_000
+    for (const [template, keys] of [
+      [production, 300],
+      [staging, 60],
+    ] as const) {
       const [settings] = propsOf(only(template, 'AWS::ApiGateway::Stage')[1]).MethodSettings as {
         ThrottlingRateLimit: number
-        ThrottlingBurstLimit: number
       }[]
-      for (const [plan, props] of plansOf(template)) {
-        const throttle = props.Throttle as { RateLimit: number; BurstLimit: number }
-        expect(settings?.ThrottlingRateLimit, plan).toBeGreaterThanOrEqual(throttle.RateLimit)
-        expect(settings?.ThrottlingBurstLimit, plan).toBeGreaterThanOrEqual(throttle.BurstLimit)
-      }
+      const rates = [...plansOf(template)].map(
+        ([, props]) => (props.Throttle as { RateLimit: number }).RateLimit,
+      )
+      expect(settings?.ThrottlingRateLimit).toBeGreaterThanOrEqual(Math.max(...rates))
+      // The old default (167/s, the Enterprise backstop) was exhausted by eleven of them.
+      expect(Math.floor(((settings?.ThrottlingRateLimit ?? 0) * 60) / businessPerMinute)).toBe(keys)
     }
   })
 
-  it('takes a higher stage throttle from context, and refuses a lower one', () => {
+  it('takes a higher stage throttle from context, and refuses a rate below a plan backstop', () => {
     const raised = synthesizeApp({
       stage: 'staging',
-      'staging.throttleRateLimit': '500',
-      'staging.throttleBurstLimit': '12000',
+      'staging.throttleRateLimit': '1500',
+      'staging.throttleBurstLimit': '3000',
     }).stage('staging').api
     expect(propsOf(only(raised, 'AWS::ApiGateway::Stage')[1])).toMatchObject({
-      MethodSettings: [{ ThrottlingRateLimit: 500, ThrottlingBurstLimit: 12_000 }],
+      MethodSettings: [{ ThrottlingRateLimit: 1_500, ThrottlingBurstLimit: 3_000 }],
     })
     expect(() => synthesizeApp({ stage: 'staging', 'staging.throttleRateLimit': '166' })).toThrow(
       /staging\.throttleRateLimit=.*at least 167.*enterprise usage plan/,
     )
-    expect(() =>
-      synthesizeApp({ stage: 'production', 'production.throttleBurstLimit': '9999' }),
-    ).toThrow(/production\.throttleBurstLimit=.*at least 10000.*enterprise usage plan/)
   })
 
   it('publishes the base address, ending in /v1', () => {

@@ -46,33 +46,48 @@ describe('per-stage settings', () => {
     expect(staging.account).toBeUndefined()
   })
 
-  it("throttles every stage at the largest plan backstop by default, never below a plan's", () => {
+  it('sizes each stage throttle for all clients together, never below a plan backstop rate', () => {
+    expect(readStageConfig(contextOf({}), 'production')).toMatchObject({
+      throttleRateLimit: 5_000,
+      throttleBurstLimit: 5_000,
+    })
+    expect(readStageConfig(contextOf({}), 'staging')).toMatchObject({
+      throttleRateLimit: 1_000,
+      throttleBurstLimit: 2_000,
+    })
     for (const stage of ['staging', 'production'] as const) {
       const config = readStageConfig(contextOf({}), stage)
-      // Enterprise's backstop: 5000 / 30 = 166.67 requests per second rounded up; 2 x 5000.
-      expect(config).toMatchObject({ throttleRateLimit: 167, throttleBurstLimit: 10_000 })
       for (const spec of usagePlanSpecs(stage, config.enterpriseLimits)) {
         expect(config.throttleRateLimit, spec.plan).toBeGreaterThanOrEqual(spec.throttle.rateLimit)
-        expect(config.throttleBurstLimit, spec.plan).toBeGreaterThanOrEqual(
-          spec.throttle.burstLimit,
-        )
       }
     }
   })
 
-  it('follows the Enterprise limits, or Business when Enterprise is smaller', () => {
+  it('raises the default rate to a larger Enterprise backstop rate', () => {
+    // 600,000 per minute: a backstop of 20,000 requests/s, above production's default.
     expect(
-      readStageConfig(contextOf({ 'production.enterpriseLimits': '12000/3000000' }), 'production'),
-    ).toMatchObject({ throttleRateLimit: 400, throttleBurstLimit: 24_000 })
-    // Business: 1000 / 30 = 33.33 rounded up; 2 x 1000.
+      readStageConfig(
+        contextOf({ 'production.enterpriseLimits': '600000/900000000' }),
+        'production',
+      ),
+    ).toMatchObject({ throttleRateLimit: 20_000, throttleBurstLimit: 5_000 })
+  })
+
+  it('takes its floor from the Enterprise limits, or Business when Enterprise is smaller', () => {
+    // Enterprise 12,000 per minute: 400 requests/s; Business 1,000 / 30 = 33.33.
+    expect(stageThrottleFloor({ perMinute: 12_000, perDay: 3_000_000 })).toEqual({
+      ratePlan: 'enterprise',
+      rateLimit: 400,
+    })
     expect(stageThrottleFloor({ perMinute: 100, perDay: 2_000 })).toMatchObject({
       ratePlan: 'business',
-      burstPlan: 'business',
-      burstLimit: 2_000,
     })
     expect(
-      readStageConfig(contextOf({ 'staging.enterpriseLimits': '100/2000' }), 'staging'),
-    ).toMatchObject({ throttleRateLimit: 34, throttleBurstLimit: 2_000 })
+      readStageConfig(
+        contextOf({ 'staging.enterpriseLimits': '100/2000', 'staging.throttleRateLimit': '34' }),
+        'staging',
+      ),
+    ).toMatchObject({ throttleRateLimit: 34 })
   })
 
   it('takes a stage throttle at or above the floor and refuses one below it', () => {
@@ -85,11 +100,11 @@ describe('per-stage settings', () => {
     expect(() =>
       readStageConfig(contextOf({ 'staging.throttleRateLimit': '166' }), 'staging'),
     ).toThrow(
-      'Invalid context staging.throttleRateLimit="166": expected an integer of at least 167 (the enterprise usage plan\'s backstop is 166.67; a lower stage throttle would refuse requests that plan allows)',
+      'Invalid context staging.throttleRateLimit="166": expected an integer of at least 167 (the enterprise usage plan\'s backstop is 166.67 requests/s; a lower stage throttle would refuse requests that plan allows)',
     )
     expect(() =>
-      readStageConfig(contextOf({ 'production.throttleBurstLimit': 5_000 }), 'production'),
-    ).toThrow(/production\.throttleBurstLimit=5000: expected an integer of at least 10000/)
+      readStageConfig(contextOf({ 'production.throttleBurstLimit': 0 }), 'production'),
+    ).toThrow(/production\.throttleBurstLimit=0: expected an integer of at least 1/)
     // The floor moves with the Enterprise limits of the same stage.
     expect(() =>
       readStageConfig(
