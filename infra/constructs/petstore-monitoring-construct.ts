@@ -74,7 +74,7 @@ const TABLE_OPERATIONS = TABLE_ACTIONS.map((action) => action.replace('dynamodb:
 export class PetstoreMonitoring extends Construct {
   readonly topic: Topic
   readonly alarms: Alarm[]
-  /** The API's 5xx rate: also stops and rolls back a production rollout. */
+  /** The API's 5xx rate, all operations and versions together. */
   readonly serverErrorRateAlarm: Alarm
   readonly dashboard: Dashboard
 

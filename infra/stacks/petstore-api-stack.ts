@@ -6,7 +6,11 @@ import { addGradualDeployments } from '#infra/constructs/gradual-deployment-cons
 import { PetstoreApi } from '#infra/constructs/petstore-api-construct.ts'
 import { PetstoreMonitoring } from '#infra/constructs/petstore-monitoring-construct.ts'
 import { PLAN_DISPLAY_NAMES, PLAN_NAMES } from '#shared/config/plans-config.ts'
-import { AUTHORIZER_OPERATION } from '#shared/observability/metrics.ts'
+import {
+  AUTHORIZER_METRICS,
+  AUTHORIZER_OPERATION,
+  HTTP_METRICS,
+} from '#shared/observability/metrics.ts'
 
 export interface PetstoreApiStackProps extends StackProps {
   config: StageConfig
@@ -66,11 +70,24 @@ export class PetstoreApiStack extends Stack {
     if (config.gradualDeployment) {
       addGradualDeployments(this, {
         stage,
+        metricsNamespace: metricsNamespace(stage),
         functions: [
-          ...Object.entries(functions).map(([name, fn]) => ({ name, fn })),
-          { name: AUTHORIZER_OPERATION, fn: authorizerFunction },
+          ...Object.entries(functions).map(([name, fn]) => ({
+            name,
+            fn,
+            failureMetric: { operation: name, metricName: HTTP_METRICS.serverErrors },
+            lambdaErrorsAreFailures: true,
+          })),
+          {
+            name: AUTHORIZER_OPERATION,
+            fn: authorizerFunction,
+            failureMetric: {
+              operation: AUTHORIZER_OPERATION,
+              metricName: AUTHORIZER_METRICS.failed,
+            },
+            lambdaErrorsAreFailures: false,
+          },
         ],
-        stageAlarms: [this.monitoring.serverErrorRateAlarm],
         alarmTopic: this.monitoring.topic,
       })
     }

@@ -1,4 +1,4 @@
-import { Metrics } from '@aws-lambda-powertools/metrics'
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics'
 
 /**
  * CloudWatch metrics (embedded metric format, written to the function's log). One place for the
@@ -20,6 +20,29 @@ export const HTTP_METRICS = {
   serverErrors: 'Http5xx',
   throttled: 'Http429',
 } as const
+
+/**
+ * The dimension naming the Lambda version that answered (AWS_LAMBDA_FUNCTION_VERSION), carried by
+ * the rollout metrics only: a production rollout's alarm counts the new version's own failures.
+ */
+export const VERSION_DIMENSION = 'functionVersion'
+
+/**
+ * Publishes a 0-or-1 rollout metric (an operation's Http5xx, the authorizer's AuthorizerErrors)
+ * with {service, operation, functionVersion}: Sum counts failures, SampleCount invocations. A
+ * single-metric line of its own, so only this metric gets a series per deployed version (each
+ * series is a billed custom metric while it has data).
+ */
+export const publishPerVersion = (
+  metrics: Metrics,
+  name: string,
+  value: 0 | 1,
+  env: NodeJS.ProcessEnv = process.env,
+): void => {
+  const single = metrics.singleMetric()
+  single.addDimension(VERSION_DIMENSION, env.AWS_LAMBDA_FUNCTION_VERSION ?? '$LATEST')
+  single.addMetric(name, MetricUnit.Count, value)
+}
 
 export const AUTHORIZER_METRICS = {
   allowed: 'AuthorizerAllowed',

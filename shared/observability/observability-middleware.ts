@@ -23,6 +23,7 @@ import {
   createMetrics,
   HTTP_METRICS,
   OPERATION_DIMENSION,
+  publishPerVersion,
 } from './metrics.ts'
 
 export interface ObservabilityOptions {
@@ -64,18 +65,24 @@ const requestContextMiddleware = (operation: string, logger: Logger): ApiMiddlew
   },
 })
 
-/** Counts every final response by class: error responses made by the error handler included. */
+/**
+ * Counts every final response by class: error responses made by the error handler included. The
+ * 5xx count is also published per function version: a handled failure is a 500 response, which
+ * Lambda does not count in `Errors`, so this is what a rollout of the function watches.
+ */
 const httpMetricsMiddleware = (metrics: Metrics): ApiMiddleware<never> => {
   const count = (request: ApiRequest<never>): void => {
     // No response after onError means the error escaped every handler: Lambda reports a 5xx.
     const status = request.response?.statusCode ?? 500
+    const serverError = status >= 500 ? 1 : 0
     metrics.addMetric(
       HTTP_METRICS.clientErrors,
       MetricUnit.Count,
       status >= 400 && status < 500 ? 1 : 0,
     )
-    metrics.addMetric(HTTP_METRICS.serverErrors, MetricUnit.Count, status >= 500 ? 1 : 0)
+    metrics.addMetric(HTTP_METRICS.serverErrors, MetricUnit.Count, serverError)
     metrics.addMetric(HTTP_METRICS.throttled, MetricUnit.Count, status === 429 ? 1 : 0)
+    publishPerVersion(metrics, HTTP_METRICS.serverErrors, serverError)
   }
   return { after: count, onError: count }
 }
@@ -107,12 +114,18 @@ type AuthorizerRequest = Request<
   Context
 >
 
-/** Counts authorizer outcomes: allowed, denied (Unauthorized) and failed (API Gateway 500). */
+/**
+ * Counts authorizer outcomes: allowed, denied (Unauthorized) and failed (API Gateway 500). Only a
+ * failure to decide is published per version for rollouts: every denial is a thrown
+ * "Unauthorized" that Lambda counts in `Errors`, so `Errors` cannot tell a bad key from a bad
+ * release.
+ */
 const authorizerMetricsMiddleware = (metrics: Metrics): AuthorizerMiddleware => {
   const count = (outcome: keyof typeof AUTHORIZER_METRICS): void => {
     for (const [name, metric] of Object.entries(AUTHORIZER_METRICS)) {
       metrics.addMetric(metric, MetricUnit.Count, name === outcome ? 1 : 0)
     }
+    publishPerVersion(metrics, AUTHORIZER_METRICS.failed, outcome === 'failed' ? 1 : 0)
   }
   return {
     after: () => count('allowed'),

@@ -180,8 +180,8 @@ describe('alarms', () => {
   it('notifies the stage topic on alarm and on recovery', () => {
     const [[topicId]] = resourcesOf(production, 'AWS::SNS::Topic') as [[string, CfnResource]]
     const alarms = alarmsOf(production)
-    // 11 stage alarms and, in production, one per live alias (rollouts roll back on them).
-    expect(alarms).toHaveLength(15)
+    // 11 stage alarms and, in production, the rollout gates: 2 per operation, 1 for the authorizer.
+    expect(alarms).toHaveLength(18)
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([{ Ref: topicId }])
       expect(alarm.OKActions).toEqual([{ Ref: topicId }])

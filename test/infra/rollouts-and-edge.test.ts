@@ -52,47 +52,125 @@ describe('bad deploys roll back by themselves in production', () => {
     }
   })
 
-  it("rolls back on the new version's errors and on the API's 5xx rate", () => {
+  /** The alarms of the deployment group that moves a function's live alias, by logical id. */
+  const gateOf = (service: string) => {
     const resources = production.toJSON().Resources as Record<string, CfnResource>
+    const aliasId = aliasIdOf(production, service)
+    const alias = resources[aliasId] as CfnResource & {
+      UpdatePolicy: { CodeDeployLambdaAliasUpdate: { DeploymentGroupName: { Ref: string } } }
+      DependsOn?: string[]
+    }
+    const groupId = alias.UpdatePolicy.CodeDeployLambdaAliasUpdate.DeploymentGroupName.Ref
+    const alarmIds = (
+      propsOf(resources[groupId] as CfnResource).AlarmConfiguration as {
+        Alarms: { Name: { Ref: string } }[]
+      }
+    ).Alarms.map((alarm) => alarm.Name.Ref)
+    return {
+      groupId,
+      alias,
+      alarms: alarmIds.map((id) => ({ id, props: propsOf(resources[id] as CfnResource) })),
+    }
+  }
+
+  /** An alarm's metrics (single or math), each with its dimensions as an object. */
+  const metricsOf = (props: Record<string, unknown>) => {
+    const toDimensions = (list: { Name: string; Value: unknown }[] = []) =>
+      Object.fromEntries(list.map((d) => [d.Name, d.Value]))
+    if (props.Metrics) {
+      return (
+        props.Metrics as {
+          Id: string
+          Expression?: string
+          MetricStat?: {
+            Metric: {
+              MetricName: string
+              Namespace: string
+              Dimensions: { Name: string; Value: unknown }[]
+            }
+            Stat: string
+          }
+        }[]
+      ).map((m) => ({
+        id: m.Id,
+        expression: m.Expression,
+        name: m.MetricStat?.Metric.MetricName,
+        namespace: m.MetricStat?.Metric.Namespace,
+        stat: m.MetricStat?.Stat,
+        dimensions: toDimensions(m.MetricStat?.Metric.Dimensions),
+      }))
+    }
+    return [
+      {
+        id: 'metric',
+        expression: undefined,
+        name: props.MetricName as string,
+        namespace: props.Namespace as string,
+        stat: props.Statistic as string,
+        dimensions: toDimensions(props.Dimensions as { Name: string; Value: unknown }[]),
+      },
+    ]
+  }
+
+  it('gates each deployment group on its own function only, never on a stage-wide alarm', () => {
     const groupIds = new Set(groups.map(([id]) => id))
     for (const service of ROLLED_OUT) {
-      const aliasId = aliasIdOf(production, service)
-      const alias = resources[aliasId] as CfnResource & {
-        UpdatePolicy: { CodeDeployLambdaAliasUpdate: { DeploymentGroupName: { Ref: string } } }
-      }
-      const groupId = alias.UpdatePolicy.CodeDeployLambdaAliasUpdate.DeploymentGroupName.Ref
+      const { groupId, alarms } = gateOf(service)
       expect(groupIds.has(groupId), service).toBe(true)
-      const names = (
-        propsOf(resources[groupId] as CfnResource).AlarmConfiguration as {
-          Alarms: { Name: { Ref: string } }[]
-        }
-      ).Alarms.map((alarm) => alarm.Name.Ref)
-      expect(names.some((id) => id.startsWith('MonitoringServerErrorRateAlarm'))).toBe(true)
-      const own = names.find((id) => id.includes('LiveAliasErrorsAlarm')) as string
-      const alarm = propsOf(resources[own] as CfnResource)
-      expect(alarm).toMatchObject({
+      expect(alarms.map(({ id }) => id).some((id) => id.startsWith('Monitoring'))).toBe(false)
+    }
+  })
+
+  it("rolls each operation back on the new version's own 5xx answers and Lambda errors", () => {
+    for (const operation of ROUTES.map((route) => route.operationId)) {
+      const { alias, alarms } = gateOf(operation)
+      const version = propsOf(alias).FunctionVersion
+      expect(alarms, operation).toHaveLength(2)
+      const failures = alarms.find(({ id }) => id.includes('NewVersionFailuresAlarm'))
+      const metrics = metricsOf(failures?.props ?? {})
+      expect(metrics.find((m) => m.expression)?.expression).toBe(
+        'IF(failures >= 3 AND failures / requests >= 0.05, 1, 0)',
+      )
+      for (const stat of ['Sum', 'SampleCount']) {
+        expect(metrics.find((m) => m.stat === stat)).toMatchObject({
+          name: 'Http5xx',
+          namespace: 'Petstore/production',
+          dimensions: { service: 'petstore', operation, functionVersion: version },
+        })
+      }
+      const errors = alarms.find(({ id }) => id.includes('LiveAliasErrorsAlarm'))
+      expect(errors?.props).toMatchObject({
         MetricName: 'Errors',
         Namespace: 'AWS/Lambda',
-        Statistic: 'Sum',
-        Period: 60,
         Threshold: 1,
-        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
         TreatMissingData: 'notBreaching',
       })
       // Only the version the alias is moving to: the old one's errors (90% of the traffic during
       // the canary) must not roll back a deploy that fixes them.
-      const dimensions = Object.fromEntries(
-        (alarm.Dimensions as { Name: string; Value: unknown }[]).map((d) => [d.Name, d.Value]),
-      )
       const functionRef = propsOf(alias).FunctionName
-      expect(dimensions).toEqual({
+      expect(metricsOf(errors?.props ?? {})[0]?.dimensions).toEqual({
         FunctionName: functionRef,
         Resource: { 'Fn::Join': ['', [functionRef, ':live']] },
-        ExecutedVersion: propsOf(alias).FunctionVersion,
+        ExecutedVersion: version,
       })
-      // Updated to the new version before the alias shifts any traffic.
-      expect(alias.DependsOn, service).toContain(own)
+      // Both watch the new version before the alias shifts any traffic.
+      for (const { id } of alarms) expect(alias.DependsOn, operation).toContain(id)
     }
+  })
+
+  it('rolls the authorizer back on its failures to decide, never on Lambda Errors (its 401s)', () => {
+    const { alias, alarms } = gateOf('authorizer')
+    expect(alarms).toHaveLength(1)
+    const metrics = metricsOf(alarms[0]?.props ?? {})
+    expect(metrics.some((m) => m.namespace === 'AWS/Lambda')).toBe(false)
+    expect(metrics.find((m) => m.stat === 'Sum')).toMatchObject({
+      name: 'AuthorizerErrors',
+      dimensions: {
+        service: 'petstore',
+        operation: 'authorizer',
+        functionVersion: propsOf(alias).FunctionVersion,
+      },
+    })
   })
 
   it('staging switches at once: no deployment groups, the alias still in front', () => {

@@ -185,4 +185,31 @@ describe('TOKEN authorizer fed with the API Gateway fixture', () => {
     ])
     expect(emf.every((record) => record.operation === 'authorizer')).toBe(true)
   })
+
+  it('publishes per version only its failures to decide, never a denial (the rollout gate)', async () => {
+    vi.stubEnv('AWS_LAMBDA_FUNCTION_VERSION', '7')
+    await authorize(tokenAuthorizerEvent())
+    await authorize(tokenAuthorizerEvent({ authorizationToken: 'Bearer nope' })).catch(
+      () => undefined,
+    )
+    await authorize(tokenAuthorizerEvent({ authorizationToken: `Bearer ${'x'.repeat(40)}` })).catch(
+      () => undefined,
+    )
+    store.failure = new Error('boom')
+    await authorize(tokenAuthorizerEvent()).catch(() => undefined)
+
+    const perVersion = output.records().filter((record) => 'functionVersion' in record)
+    expect(perVersion.map((record) => record.AuthorizerErrors)).toEqual([0, 0, 0, 1])
+    for (const record of perVersion) {
+      expect(record).toMatchObject({ functionVersion: '7', operation: 'authorizer' })
+      expect(record._aws).toMatchObject({
+        CloudWatchMetrics: [
+          {
+            Dimensions: [['service', 'operation', 'functionVersion']],
+            Metrics: [{ Name: 'AuthorizerErrors', Unit: 'Count' }],
+          },
+        ],
+      })
+    }
+  })
 })

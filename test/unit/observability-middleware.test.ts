@@ -120,6 +120,27 @@ describe('observability middlewares in the HTTP pipeline', () => {
     expect(httpCounts()).toEqual([{ status4xx: 1, status5xx: 0, status429: 1 }])
   })
 
+  it('publishes the 5xx count per function version, apart, for rollouts to watch', async () => {
+    vi.stubEnv('AWS_LAMBDA_FUNCTION_VERSION', '12')
+    await call(async () => jsonResponse(200, []))
+    await call(async () => {
+      throw new HttpError('pet_not_found')
+    })
+    await call(async () => {
+      throw new Error('database exploded')
+    })
+    const perVersion = emfRecords().filter((record) => 'functionVersion' in record)
+    expect(perVersion.map((record) => record.Http5xx)).toEqual([0, 0, 1])
+    for (const record of perVersion) {
+      expect(record).toMatchObject({ functionVersion: '12', operation: 'listPets' })
+      // Only this metric has a series per version: the others keep {service, operation}.
+      expect(record).not.toHaveProperty('Http4xx')
+      expect(record._aws).toMatchObject({
+        CloudWatchMetrics: [{ Dimensions: [['service', 'operation', 'functionVersion']] }],
+      })
+    }
+  })
+
   it('publishes the ColdStart metric on the first invocation only', async () => {
     await call(async () => jsonResponse(200, []))
     await call(async () => jsonResponse(200, []))
