@@ -304,6 +304,11 @@ export const wafRateFloor = (enterpriseLimits: PlanLimits): number =>
 /** Per-stage CloudWatch namespace: two stages in one account must not share metrics or alarms. */
 export const metricsNamespace = (stage: StageName): string => `Petstore/${stage}`
 
-/** Of the stage's log groups: production keeps its logs after a stack is deleted. */
+/**
+ * Of the stage's log groups, whose names are fixed: production keeps its logs after a stack is
+ * deleted or a group replaced, but not after a failed first create (RetainExceptOnCreate): a
+ * group kept through a rolled-back create would make the retried deploy fail with "already
+ * exists" ("DeletionPolicy attribute", AWS CloudFormation User Guide).
+ */
 export const logRemovalPolicy = (config: StageConfig): RemovalPolicy =>
-  config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY
+  config.retainData ? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE : RemovalPolicy.DESTROY

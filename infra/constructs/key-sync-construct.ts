@@ -60,8 +60,6 @@ export const addKeySync = (
     logGroupName: `/petstore/${stage}/key-sync`,
     // As long as the schedule's interval: a hung run ends before a second scheduled one queues.
     timeout: Duration.seconds(60),
-    // One rebuild at a time: overlapping runs could delete each other's writes.
-    reservedConcurrentExecutions: 1,
     environment: { REST_API_ID: api.restApiId, API_STAGE: api.deploymentStage.stageName },
   }).bindTable(keyMirrorTable, 'REBUILD', { envVar: 'KEY_MIRROR_TABLE_NAME' })
   // The next scheduled run is the retry: a failed run is not repeated, and an event that waited

@@ -71,8 +71,6 @@ export interface PetstoreFunctionProps {
   logRemovalPolicy: RemovalPolicy
   memorySize?: number
   timeout?: Duration
-  /** Caps concurrent instances (and reserves them); unset means the account's unreserved pool. */
-  reservedConcurrentExecutions?: number
   environment?: Record<string, string>
   /**
    * Invoked through a `live` alias on the current version (API routes and the authorizer), so a
@@ -134,7 +132,6 @@ export class PetstoreFunction extends Construct {
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout ?? Duration.seconds(10),
-      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       description: props.description,
       role,
       logGroup: this.logGroup,

@@ -17,6 +17,8 @@ import { logRemovalPolicy, type StageConfig } from '#infra/config/stage-config.t
 export interface StageRestApi {
   api: RestApi
   accessLogGroup: LogGroup
+  /** API Gateway's execution log group, created by the stack before the stage writes to it. */
+  executionLogGroup: LogGroup
 }
 
 /** One JSON line per request: the key's id and plan from the authorizer, never the key itself. */
@@ -92,8 +94,18 @@ export const addRestApi = (
       apiKeyRequired: true,
     },
   })
+  // API Gateway writes execution logs to `API-Gateway-Execution-Logs_{api id}/{stage}` and creates
+  // that group itself, with no retention and outside the stack, unless it exists first ("Set up
+  // CloudWatch logging for REST APIs in API Gateway", AWS docs): the stack owns it, with the stage's
+  // retention, and the stage waits for it.
+  const executionLogGroup = new LogGroup(scope, 'ExecutionLogs', {
+    logGroupName: `API-Gateway-Execution-Logs_${api.restApiId}/${stage}`,
+    retention: config.logRetention,
+    removalPolicy: logRemovalPolicy(config),
+  })
+  api.deploymentStage.node.addDependency(executionLogGroup)
   acknowledgeRules(api, config)
-  return { api, accessLogGroup }
+  return { api, accessLogGroup, executionLogGroup }
 }
 
 /** cdk-nag findings this design accepts on purpose, each with its reason. */

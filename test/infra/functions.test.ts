@@ -62,11 +62,10 @@ describe('function configuration', () => {
     })
   })
 
-  it('runs one key sync at a time, never retried: the next minute is the retry', () => {
+  it('never retries a key sync: the next minute is the retry', () => {
     for (const stage of STAGES) {
       const template = apiOf(stage)
-      const [syncId, sync] = functionByService(template, KEY_SYNC_OPERATION)
-      expect(propsOf(sync).ReservedConcurrentExecutions).toBe(1)
+      const [syncId] = functionByService(template, KEY_SYNC_OPERATION)
       const configs = resourcesOf(template, 'AWS::Lambda::EventInvokeConfig')
       expect(configs.map(([, config]) => propsOf(config))).toEqual([
         {
@@ -76,12 +75,6 @@ describe('function configuration', () => {
           MaximumEventAgeInSeconds: 60,
         },
       ])
-      // Only the sync reserves concurrency: request-path functions share the account pool.
-      for (const service of SERVICES.filter((name) => name !== KEY_SYNC_OPERATION)) {
-        expect(propsOf(functionByService(template, service)[1]).ReservedConcurrentExecutions).toBe(
-          undefined,
-        )
-      }
     }
   })
 
@@ -95,7 +88,9 @@ describe('function configuration', () => {
         const group = resourceById(template, LogGroup.Ref)
         expect(group.Type).toBe('AWS::Logs::LogGroup')
         expect(propsOf(group).RetentionInDays).toBe(stage === 'production' ? 90 : 14)
-        expect(group.DeletionPolicy).toBe(stage === 'production' ? 'Retain' : 'Delete')
+        expect(group.DeletionPolicy).toBe(
+          stage === 'production' ? 'RetainExceptOnCreate' : 'Delete',
+        )
         return propsOf(group).LogGroupName
       })
       expect(names.sort()).toEqual(
