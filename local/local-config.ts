@@ -54,7 +54,7 @@ const parseApiKeys = (text: string): LocalConfig['apiKeys'] =>
       }
       if (!isWellFormedApiKey(key)) {
         throw new LocalConfigError(
-          `PETSTORE_API_KEYS: the ${plan} key (entry ${index + 1}) must be 20 to 128 characters of A-Z a-z 0-9 - . _ ~ + / (optionally ending in =)`,
+          `PETSTORE_API_KEYS: the ${plan} key (entry ${index + 1}) must be 20 to 128 characters of A-Z a-z 0-9 - . _ ~ + /, then at most two = of padding (128 characters in all)`,
         )
       }
       return { plan, key }

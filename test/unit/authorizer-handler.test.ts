@@ -89,12 +89,8 @@ describe('TOKEN authorizer fed with the API Gateway fixture', () => {
     expect(store.calls).toEqual([{ key: FIXTURE_API_KEY }])
   })
 
-  it('accepts a lowercase scheme and extra spaces around and after it', async () => {
-    for (const header of [
-      `bearer ${FIXTURE_API_KEY}`,
-      `BEARER    ${FIXTURE_API_KEY}`,
-      `  Bearer  ${FIXTURE_API_KEY}  `,
-    ]) {
+  it('accepts a lowercase scheme and extra spaces after it', async () => {
+    for (const header of [`bearer ${FIXTURE_API_KEY}`, `BEARER    ${FIXTURE_API_KEY}`]) {
       await expect(
         authorize(tokenAuthorizerEvent({ authorizationToken: header })),
       ).resolves.toMatchObject({ usageIdentifierKey: FIXTURE_API_KEY })
@@ -112,6 +108,10 @@ describe('TOKEN authorizer fed with the API Gateway fixture', () => {
       `Bearer\t${FIXTURE_API_KEY}`,
       'Bearer short-token',
       `Bearer ${FIXTURE_API_KEY}"`,
+      // The gateway's pattern refuses these before the authorizer; HTTP parsing strips such
+      // white space anyway, so the authorizer agrees with the pattern instead of trimming.
+      `  Bearer  ${FIXTURE_API_KEY}  `,
+      `Bearer ${FIXTURE_API_KEY}\n`,
     ]) {
       await expectUnauthorized(header)
     }
