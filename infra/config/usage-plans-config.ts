@@ -22,7 +22,7 @@ export interface UsagePlanSpec {
   throttle: { rateLimit: number; burstLimit: number }
   /** Requests per UTC day the gateway lets through, from usagePlanBackstop. */
   dailyQuota: number
-  /** What the key sync reads to know the plan's keys' limits (decisions.md, PLAN_TAGS). */
+  /** What the key sync reads to know the plan's keys' limits (PLAN_TAGS). */
   tags: Record<string, string>
 }
 
@@ -36,7 +36,7 @@ const planTags = (plan: PlanName, { perMinute, perDay }: PlanLimits): Record<str
       }
     : { [PLAN_TAGS.plan]: plan }
 
-/** decisions.md, "Rate limits": each plan's limits and the backstop made of them. */
+/** docs/rate-limits-and-keys.md, "Plans": each plan's limits and the backstop made of them. */
 export const usagePlanSpecs = (stage: StageName, enterprise: PlanLimits): UsagePlanSpec[] =>
   PLAN_NAMES.map((plan) => {
     const limits = limitsFor(plan, enterprise)
@@ -61,7 +61,7 @@ export interface StageThrottleFloor {
 
 /**
  * A stage throttle below a plan's backstop would refuse a client of that plan before its own
- * usage plan does (decisions.md: "A stage's own throttle never undercuts a plan's backstop").
+ * usage plan does (docs/rate-limits-and-keys.md, "Layers on AWS").
  */
 export const stageThrottleFloor = (enterprise: PlanLimits): StageThrottleFloor => {
   const backstops = PLAN_NAMES.map((plan): [PlanName, UsagePlanBackstop] => [
