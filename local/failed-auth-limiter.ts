@@ -3,7 +3,7 @@ import type { Clock } from '#shared/time/clock.ts'
 /**
  * Brute force, locally: an address whose failed authentications in one minute exceed the limit
  * is refused (429 with Retry-After until its minute ends) before any key is looked at; other
- * addresses are unaffected. 429, not a slower 401: decisions.md's answer to "too many requests"
+ * addresses are unaffected. 429, not a slower 401: docs/api.md's answer to "too many requests"
  * is 429 `rate_limited` with Retry-After, and a delay would hold a connection per guess. On AWS
  * the optional WAF rate-based rule plays this part.
  */

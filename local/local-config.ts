@@ -8,7 +8,7 @@ import {
   parsePlanLimits,
 } from '#shared/config/plans-config.ts'
 
-/** The local mode contract of decisions.md ("Local mode contract"). */
+/** The local mode contract (docs/local-server.md, "Environment variables"). */
 export interface LocalConfig {
   port: number
   host: string

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { link, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { IN_MEMORY } from './embedded-dynamo.ts'
-/** The tables `npm start` creates in its DynamoDB (the README names them). */
+/** The tables `npm start` creates in its DynamoDB (docs/local-server.md names them). */
 export const LOCAL_TABLES = {
   pets: 'petstore-local-pets',
   rateLimits: 'petstore-local-rate-limits',

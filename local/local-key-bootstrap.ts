@@ -25,7 +25,7 @@ export interface LocalKeySources {
   enterpriseLimits: PlanLimits
 }
 
-/** Keys to accept; creates one per plan when none exist anywhere (decisions.md). */
+/** Keys to accept; creates one per plan when none exist anywhere (docs/local-server.md). */
 export const bootstrapLocalKeys = async ({
   dataDir,
   apiKeys,

@@ -86,7 +86,7 @@ export interface StartLocalOptions {
  * API Gateway's REST API quota "Total combined size of all header values, including header names,
  * values, any line terminators, and whitespaces": 10240 bytes, not adjustable (AWS docs, "Quotas
  * for configuring and running a REST API in API Gateway"). AWS documents the limit, not the
- * answer: locally it is 400 `validation_failed` with an Error body (decisions.md has no code for
+ * answer: locally it is 400 `validation_failed` with an Error body (docs/api.md has no code for
  * 431; Node's own answer, a bare 431, would break "an Error body on every non-2xx"). Node counts
  * the request line too, which only makes the local limit stricter.
  */

@@ -6,7 +6,8 @@ export const floorClient = DynamoDBDocumentClient.from(new DynamoDBClient({}))
 
 /**
  * With FLOOR_WITH_LIMITER set, a floor also makes the one write an exact shared rate limit costs
- * (decisions.md: counters in DynamoDB), alongside its own call: the floor of a rate-limited API.
+ * (counters in DynamoDB, docs/rate-limits-and-keys.md), alongside its own call: the floor of a
+ * rate-limited API.
  */
 export const withLimiterCall = async <T>(call: Promise<T>): Promise<T> => {
   if (!process.env.FLOOR_WITH_LIMITER) return call

@@ -22,7 +22,7 @@ const canonicalRequest = (pet: NewPet): string =>
   stringifyJson([pet.name, pet.categoryId, pet.status ?? null])
 
 /**
- * createPet with an Idempotency-Key (decisions.md "Idempotent creation"): claim the key with a
+ * createPet with an Idempotency-Key (docs/api.md, "Idempotent creation"): claim the key with a
  * pet id, write that pet, store the 201. A repeat replays the stored 201; a retry of an attempt
  * that died takes over its record and writes the same id, which a put never duplicates.
  */

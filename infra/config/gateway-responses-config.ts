@@ -3,7 +3,7 @@ import { ERROR_MESSAGES, ERROR_STATUS, type ErrorCode } from '#shared/errors/err
 
 /**
  * API Gateway's own answers (the requests that never reach a function), rewritten to the Error
- * body of decisions.md: `{code, message, status, requestId}` as JSON, `status` equal to the HTTP
+ * body of docs/api.md: `{code, message, status, requestId}` as JSON, `status` equal to the HTTP
  * status. Keyed by API Gateway response type.
  */
 export interface GatewayResponseSpec {
@@ -56,7 +56,7 @@ export const GATEWAY_RESPONSES: readonly GatewayResponseSpec[] = [
   { type: 'UNSUPPORTED_MEDIA_TYPE', code: 'unsupported_media_type' },
   // Fallbacks for every other type. Their status is pinned (API Gateway applies a default's
   // status to every type not customized above) so that the body's `status` always equals the
-  // HTTP status: a 502 from a crashed function becomes 500 internal_error, as decisions.md says
+  // HTTP status: a 502 from a crashed function becomes 500 internal_error, as docs/api.md says
   // for anything unexpected, and the 403s of auth schemes this API does not use become 400.
   { type: 'DEFAULT_4XX', code: 'validation_failed' },
   { type: 'DEFAULT_5XX', code: 'internal_error' },

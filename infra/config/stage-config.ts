@@ -9,7 +9,7 @@ import {
 } from '#shared/config/plans-config.ts'
 import { stageThrottleFloor } from './usage-plans-config.ts'
 
-/** The deployment stages (decisions.md, "Environments"): each is its own stack set. */
+/** The deployment stages (docs/operations.md, "What a stage is"): each is its own stack set. */
 export const STAGE_NAMES = ['staging', 'production'] as const
 export type StageName = (typeof STAGE_NAMES)[number]
 

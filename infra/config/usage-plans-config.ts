@@ -19,7 +19,7 @@ export interface UsagePlanSpec {
   throttle: { rateLimit: number; burstLimit: number }
   /** Requests per UTC day the gateway lets through, from usagePlanBackstop. */
   dailyQuota: number
-  /** What the key sync reads to know the plan's keys' limits (decisions.md, PLAN_TAGS). */
+  /** What the key sync reads to know the plan's keys' limits (PLAN_TAGS). */
   tags: Record<string, string>
 }
 
@@ -33,7 +33,7 @@ const planTags = (plan: PlanName, { perMinute, perDay }: PlanLimits): Record<str
       }
     : { [PLAN_TAGS.plan]: plan }
 
-/** decisions.md, "Rate limits": each plan's limits and the backstop made of them. */
+/** docs/rate-limits-and-keys.md, "Plans": each plan's limits and the backstop made of them. */
 export const usagePlanSpecs = (stage: StageName, enterprise: PlanLimits): UsagePlanSpec[] =>
   PLAN_NAMES.map((plan) => {
     const limits = limitsFor(plan, enterprise)
@@ -54,7 +54,10 @@ export interface StageThrottleFloor {
   ratePlan: PlanName
 }
 
-/** A stage throttle rate below this would refuse a client of that plan before its usage plan does. */
+/**
+ * A stage throttle rate below this would refuse a client of that plan before its own usage plan
+ * does (docs/rate-limits-and-keys.md, "Layers on AWS").
+ */
 export const stageThrottleFloor = (enterprise: PlanLimits): StageThrottleFloor =>
   PLAN_NAMES.map(
     (plan): StageThrottleFloor => ({

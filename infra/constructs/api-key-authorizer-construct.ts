@@ -11,7 +11,8 @@ import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-con
 /**
  * The authorizer function (id `Authorizer`, in `scope` itself: see PetstoreApi), allowed one
  * GetItem on the stage's key mirror and nothing else: the request path never calls the API
- * Gateway management API (decisions.md, "Authentication and keys"); the key-sync function does.
+ * Gateway management API (docs/rate-limits-and-keys.md, "Key mirror and key sync"); the key-sync
+ * function does.
  */
 export const addApiKeyAuthorizerFunction = (
   scope: Construct,

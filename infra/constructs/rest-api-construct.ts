@@ -119,7 +119,7 @@ const acknowledgeRules = (api: RestApi, config: StageConfig): void => {
     {
       id: 'AwsSolutions-COG4',
       reason:
-        'Clients are machines holding API keys (decisions.md): every method uses the TOKEN Lambda authorizer, which validates the bearer key against the stage key mirror, a copy of its API Gateway keys and usage plans. There are no Cognito users.',
+        'Clients are machines holding API keys: every method uses the TOKEN Lambda authorizer, which validates the bearer key against the stage key mirror, a copy of its API Gateway keys and usage plans. There are no Cognito users.',
     },
   )
   if (!config.waf) {

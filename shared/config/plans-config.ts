@@ -1,5 +1,5 @@
 /**
- * Usage plans and their limits (interface section 8, decisions.md "Rate limits").
+ * Usage plans and their limits (docs/rate-limits-and-keys.md, "Plans").
  * One table for the rate limiter, the authorizer, the local key store and the CDK usage plans.
  */
 export const PLAN_NAMES = ['free', 'pro', 'business', 'enterprise'] as const
@@ -56,7 +56,7 @@ export const parsePlanLimits = (text: string): PlanLimits => {
 }
 
 /**
- * Usage plan tags the key-sync function reads (decisions.md "Authentication and keys"): the plan
+ * Usage plan tags the key-sync function reads (docs/rate-limits-and-keys.md, "Keys"): the plan
  * name, and for a per-customer Enterprise plan its own limits.
  */
 export const PLAN_TAGS = {

@@ -2,7 +2,7 @@ import type { PlanLimits } from './plans-config.ts'
 
 /**
  * The API Gateway usage plan behind each plan: a backstop for when the functions' exact limiter
- * cannot answer, never the first to refuse (decisions.md, "Rate limits"). API Gateway throttles
+ * cannot answer, never the first to refuse (docs/rate-limits-and-keys.md). API Gateway throttles
  * with a token bucket (rate refills it, burst is its size) and its quota counts every request it
  * lets through, the functions' own 429s included ("Throttle requests to your REST APIs", AWS
  * docs). With a burst of two minutes' requests and a refill of one minute's requests every 30 s,

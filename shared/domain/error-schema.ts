@@ -7,7 +7,7 @@ export const ErrorDetailSchema = z.object({ field: z.string(), message: z.string
 export type ErrorDetail = z.infer<typeof ErrorDetailSchema>
 
 /**
- * The Error body every error response carries (interface section 7, decisions.md "Errors"):
+ * The Error body every error response carries (docs/api.md, "Errors"):
  * the type of what http-response renders, and meant to feed the OpenAPI document.
  */
 export const ErrorSchema = z.object({

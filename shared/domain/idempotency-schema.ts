@@ -1,7 +1,7 @@
 import * as z from 'zod/mini'
 
 /**
- * Idempotent creation (decisions.md "Idempotent creation"): the request header a client sends
+ * Idempotent creation (docs/api.md, "Idempotent creation"): the request header a client sends
  * on POST /pets, the header that marks a replayed answer, and how long a key is remembered.
  * One place for the names: the handler, the OpenAPI document and the tests read them here.
  */

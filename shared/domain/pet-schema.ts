@@ -1,7 +1,7 @@
 import * as z from 'zod/mini'
 
 /**
- * The pet resource (interface section 2, decisions.md "Pets and validation").
+ * The pet resource (docs/api.md, "Pets and validation").
  * These schemas are the single source of truth for types and request validation, and are meant
  * to feed the OpenAPI document. They use zod's tree-shakable "mini" API: the classic API would add about
  * 435 KB to every function bundle (measured with esbuild), the functional one about 20 KB.

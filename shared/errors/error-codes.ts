@@ -1,5 +1,5 @@
 /**
- * Every error code the API can answer with, and its HTTP status (decisions.md, "Errors").
+ * Every error code the API can answer with, and its HTTP status (docs/api.md, "Errors").
  * One table: the error middleware, the local gateway and the CDK gateway responses read it (and
  * it is meant to feed the OpenAPI document).
  */

@@ -17,7 +17,7 @@ export const jsonResponse = (
   body: stringifyJson(body),
 })
 
-/** The Error body of decisions.md: `{code, message, status}` plus optional details and requestId. */
+/** The Error body of docs/api.md: `{code, message, status}` plus optional details and requestId. */
 export const errorBody = (error: HttpError, requestId?: string): ErrorBody => ({
   code: error.code,
   message: error.message,

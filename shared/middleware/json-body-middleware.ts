@@ -12,7 +12,7 @@ const JSON_MEDIA_TYPE = /^application\/(?:[a-z0-9.+-]+\+)?json\s*(?:;.*)?$/i
  *
  * Why not @middy/http-json-body-parser: it calls the reviver with (key, value) only, dropping
  * JSON.parse's source-text argument, so integers beyond 2^53 would be rounded before any code
- * could see them. Its other checks are kept, with the status codes of decisions.md: 415 for a
+ * could see them. Its other checks are kept, with the status codes of docs/api.md: 415 for a
  * non-JSON media type, 400 invalid_json (not 422) for a malformed body, and a 16 KiB limit.
  */
 export const jsonBodyMiddleware = (): ApiMiddleware => ({

@@ -8,7 +8,7 @@ import {
 } from './rate-limit-windows.ts'
 
 /**
- * Rate-limit response headers (decisions.md, "Rate limits"):
+ * Rate-limit response headers (docs/rate-limits-and-keys.md, "The headers"):
  * - `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (Unix seconds) describe the
  *   window with the fewest requests left; on a tie, the one that resets first; if that ties too,
  *   the minute (it is the one a client hits first when bursting).

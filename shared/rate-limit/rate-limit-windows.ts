@@ -1,5 +1,5 @@
 /**
- * Window arithmetic of the plan rate limits (decisions.md, "Rate limits"): two fixed windows,
+ * Window arithmetic of the plan rate limits (docs/rate-limits-and-keys.md): two fixed windows,
  * the UTC minute and the UTC day. Unix time has no leap seconds, so every UTC day is exactly
  * 86,400,000 ms and both windows are plain integer divisions of the epoch milliseconds.
  */

@@ -10,7 +10,7 @@ import { rawExchange } from '#test/support/raw-http.ts'
  * Generated hostile requests over HTTP against the local server: malformed and deeply nested
  * JSON, huge strings, wrong types, prototype keys, control and non-BMP characters, int64 edges,
  * odd query strings, oversized headers and bodies, wrong methods and paths, odd Authorization
- * values. Every answer must be one the interface or decisions.md allows, never a 5xx, with an
+ * values. Every answer must be one docs/api.md allows, never a 5xx, with an
  * Error body on every non-2xx, no stack trace, and keep the OpenAPI contract; the server must
  * still answer afterwards. PETSTORE_FUZZ_RUNS and PETSTORE_FUZZ_SEED replay or widen a run
  * (fast-check prints the seed and the shrunk request of any failure).
@@ -19,7 +19,7 @@ const RUNS = Number(process.env.PETSTORE_FUZZ_RUNS ?? 2_000)
 const SEED = process.env.PETSTORE_FUZZ_SEED ? Number(process.env.PETSTORE_FUZZ_SEED) : undefined
 const KEY = 'fuzz-enterprise-0123456789abcdef'
 
-/** Statuses the interface and decisions.md allow for a request (410 only after the sunset). */
+/** Statuses docs/api.md allows for a request (410 only after the sunset). */
 const ALLOWED = new Set([200, 201, 400, 401, 404, 409, 413, 415, 422, 429])
 
 let server: InProcessServer

@@ -14,7 +14,7 @@ import {
 } from '#test/support/local-server.ts'
 
 /**
- * decisions.md "Idempotent creation" over HTTP on the local server: a client that retries a
+ * Idempotent creation (docs/api.md) over HTTP on the local server: a client that retries a
  * create with the same Idempotency-Key gets the first answer, never a second pet.
  */
 const KEY = 'e2e-enterprise-idem-0123456789ab'

@@ -8,8 +8,8 @@ import {
 } from '#test/support/local-server.ts'
 
 /**
- * The interface over real HTTP against the local server (`startLocal`, which `npm start` runs, in
- * this process: random port, in-memory data).
+ * The API of docs/api.md over real HTTP against the local server (`startLocal`, which `npm start`
+ * runs, in this process: random port, in-memory data).
  * The Enterprise key keeps these functional checks clear of the Free plan's rate limits.
  */
 const KEY = 'e2e-enterprise-0123456789abcdef'

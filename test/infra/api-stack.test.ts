@@ -240,7 +240,7 @@ const tagsOfPlans = (template: Template) =>
   )
 
 describe('usage plans', () => {
-  // decisions.md: burst = 2 x per-minute, rate = per-minute / 30, quota = 3 x per-day.
+  // docs/rate-limits-and-keys.md: burst 2 x per-minute, rate per-minute / 30, quota 3 x per-day.
   const EXPECTED = {
     free: { RateLimit: 2, BurstLimit: 120, quota: 3_000 },
     pro: { RateLimit: 10, BurstLimit: 600, quota: 30_000 },
@@ -266,7 +266,7 @@ describe('usage plans', () => {
   })
 
   it.each(Object.entries(EXPECTED))(
-    '%s: throttle and daily quota as decisions.md says',
+    '%s: throttle and daily quota as docs/rate-limits-and-keys.md says',
     (plan, limits) => {
       const props = plansOf(production).get(plan)
       expect(props?.Throttle).toEqual({

@@ -87,7 +87,7 @@ const KINDS: FaultKind[] = ['throttle', 'server-error', 'stall', 'drop']
 
 /** What the client must see when a call fails on every attempt. */
 const expectedWhenPersistent = (position: Position): 201 | 503 =>
-  // The limiter's store failing admits the request (decisions.md failure policy).
+  // The limiter's store failing admits the request (failure policy, docs/rate-limits-and-keys.md).
   position === 'limiter' ? 201 : 503
 
 const cases = Object.keys(POSITIONS).flatMap((position) =>

@@ -17,7 +17,7 @@ import {
 import { fakeLogger } from '#test/support/fake-logger.ts'
 
 /**
- * decisions.md "Rate limits": a key this instance knows to be refused costs no pet-table read.
+ * docs/rate-limits-and-keys.md: a key this instance knows to be refused costs no pet-table read.
  * Real handlers, limiter and middleware on DynamoDB (dynalite), every command counted per table
  * by an SDK middleware. On dynalite a failed admission costs one more limiter call than on AWS and
  * DynamoDB Local (a GetItem, since it returns no old item with the condition failure).

@@ -86,7 +86,7 @@ const parseBody = (text: string): unknown => JSON.parse(text)
 
 /**
  * Every way the response breaks the contract; empty when it keeps it. A path and method the
- * document does not have must be answered 404 `route_not_found` (decisions.md).
+ * document does not have must be answered 404 `route_not_found` (docs/api.md).
  */
 export const contractViolations = (response: ObservedResponse): string[] => {
   const path = relativePath(response.url)

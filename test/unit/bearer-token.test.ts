@@ -12,7 +12,7 @@ describe('parseBearerToken', () => {
     expect(parseBearerToken(`Bearer ${KEY}`)).toBe(KEY)
   })
 
-  // RFC 9110 §11.1: the auth scheme is case-insensitive; the interface writes it `bearer`.
+  // RFC 9110 §11.1: the auth scheme is case-insensitive; docs/api.md writes it `Bearer`.
   it.each(['bearer', 'BEARER', 'BeArEr'])('accepts the scheme spelled %s', (scheme) => {
     expect(parseBearerToken(`${scheme} ${KEY}`)).toBe(KEY)
   })

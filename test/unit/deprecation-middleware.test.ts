@@ -14,7 +14,7 @@ import { fakeLogger } from '#test/support/fake-logger.ts'
 import { fixedClock } from '#test/support/fixed-clock.ts'
 
 const { deprecation } = routeOf('getPet')
-const SUNSET_MS = Date.UTC(2030, 11, 5) // 5 December 2030, 00:00:00 UTC (interface section 4.3)
+const SUNSET_MS = Date.UTC(2030, 11, 5) // 5 December 2030, 00:00:00 UTC (docs/api.md)
 const SUNSET_HEADER = 'Thu, 05 Dec 2030 00:00:00 GMT'
 const BEFORE_SUNSET = fixedClock(Date.UTC(2027, 0, 15, 12))
 

@@ -10,7 +10,7 @@ import {
 } from '#shared/config/plans-config.ts'
 
 describe('plans config', () => {
-  it('has the four plans of the interface', () => {
+  it('has the four plans of docs/rate-limits-and-keys.md', () => {
     expect(PLAN_NAMES).toEqual(['free', 'pro', 'business', 'enterprise'])
     expect(PLAN_DISPLAY_NAMES).toEqual({
       free: 'Free',
@@ -20,7 +20,7 @@ describe('plans config', () => {
     })
   })
 
-  // Interface section 8, "Plan-based rate limits".
+  // docs/rate-limits-and-keys.md, "Plans".
   it.each([
     ['free', 60, 1_000],
     ['pro', 300, 10_000],

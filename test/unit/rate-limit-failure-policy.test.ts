@@ -16,7 +16,7 @@ import { lambdaContext, restEvent } from '#test/support/api-gateway-events.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
 
 /**
- * decisions.md "Rate limits", failure policy: transient store failures admit, configuration
+ * The failure policy (docs/rate-limits-and-keys.md): transient store failures admit, configuration
  * failures answer 503, headers never claim more than the key had left when last known, and a
  * key this instance knows to be refused costs no pet-table read.
  */

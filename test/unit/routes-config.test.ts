@@ -16,7 +16,7 @@ describe('routes config', () => {
     expect(API_VERSION_PATH).toBe('/v1')
   })
 
-  it('has exactly the operations of the interface, with their methods and paths', () => {
+  it('has exactly the operations of docs/api.md, with their methods and paths', () => {
     const operations = ROUTES.map(({ operationId, method, path }) => ({
       operationId,
       method,
