@@ -68,7 +68,7 @@ describe('a first deploy in a fresh account', () => {
     "%s: owns API Gateway's execution log group, created before the stage",
     (stage) => {
       const { api } = appStage(stage)
-      const [[restApiId]] = resourcesOf(api, 'AWS::ApiGateway::RestApi')
+      const [[restApiId]] = resourcesOf(api, 'AWS::ApiGateway::RestApi') as [[string, CfnResource]]
       const [[groupId, group]] = resourcesOf(api, 'AWS::Logs::LogGroup').filter(([, r]) =>
         JSON.stringify(propsOf(r).LogGroupName).includes('API-Gateway-Execution-Logs_'),
       ) as [[string, CfnResource]]
