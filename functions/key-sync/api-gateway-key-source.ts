@@ -33,6 +33,26 @@ export interface KeySourceSnapshot {
   disabledKeys: number
   /** Management API operations made (pages read; SDK retries not counted). */
   managementCalls: number
+  /** Ids of the stage's plans and of every key attached to them, sorted (for scoping events). */
+  stageIds: string[]
+}
+
+/**
+ * A read that contradicts itself: a usage plan of the stage lists a key that the key listing,
+ * read moments later, does not have (a key deleted in between, or an incomplete answer). Such a
+ * read must not decide which keys stop working; the run writes nothing and fails, and the next
+ * one reads again. Key ids are not secrets: the message names a few.
+ */
+export class InconsistentKeyReadError extends Error {
+  readonly missingKeyIds: string[]
+
+  constructor(missingKeyIds: string[]) {
+    super(
+      `Inconsistent read of API Gateway: ${missingKeyIds.length} key(s) attached to a usage plan of the stage are missing from the key listing (${missingKeyIds.slice(0, 10).join(', ')})`,
+    )
+    this.name = 'InconsistentKeyReadError'
+    this.missingKeyIds = missingKeyIds
+  }
 }
 
 export interface KeySource {
@@ -54,7 +74,8 @@ type PlanVerdict =
 
 /**
  * Reads the usage plans attached to one REST API stage, their keys and the key values, and
- * turns them into mirror entries: one per enabled key on a plan with valid `petstore:*` tags.
+ * turns them into mirror entries: one per enabled key on a plan with valid `petstore:*` tags. A
+ * key a plan lists but the key listing lacks fails the read (InconsistentKeyReadError).
  * Calls are sequential (and paced): 1 per page of plans, 1 per page of keys of each stage plan,
  * 1 per page of API keys. Key values are hashed at once and never returned or logged.
  */
@@ -109,6 +130,10 @@ export class ApiGatewayKeySource implements KeySource {
       paginateGetApiKeys(config, { includeValues: true }),
       calls,
     )
+    const listedIds = new Set(apiKeys.map((key) => key.id))
+    const missing = [...verdictOfKey.keys()].filter((id) => !listedIds.has(id)).sort()
+    if (missing.length > 0) throw new InconsistentKeyReadError(missing)
+
     const entries: KeyMirrorEntry[] = []
     const seenHashes = new Set<string>()
     let disabledKeys = 0
@@ -142,6 +167,7 @@ export class ApiGatewayKeySource implements KeySource {
       refusedKeyIds: [...refusedKeyIds].sort(),
       disabledKeys,
       managementCalls: calls.count,
+      stageIds: [...stagePlans.map((plan) => plan.id), ...verdictOfKey.keys()].sort(),
     }
   }
 

@@ -5,12 +5,15 @@ import type { Context } from 'aws-lambda'
 import { requireEnv } from '#shared/config/env-config.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import { logger } from '#shared/observability/logger.ts'
 import { createMetrics, KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { baseMiddlewares } from '#shared/observability/observability-middleware.ts'
 import { systemClock } from '#shared/time/clock.ts'
 import { ApiGatewayKeySource } from './api-gateway-key-source.ts'
+import { ApiGatewayAuthorizerCacheFlusher } from './authorizer-cache-flusher.ts'
 import { TokenBucketPacer } from './call-pacer.ts'
+import { httpsPut } from './cloudformation-response.ts'
 import type { KeySyncDependencies, KeySyncEvent, KeySyncResult } from './key-sync-handler.ts'
 
 /**
@@ -45,21 +48,22 @@ export const keySyncDependencies = (env: NodeJS.ProcessEnv = process.env): KeySy
   const restApiId = requireEnv('REST_API_ID', env)
   const stage = requireEnv('API_STAGE', env)
   const metrics = createMetrics(KEY_SYNC_OPERATION, env)
+  const apiGateway = createKeySyncApiGatewayClient()
+  const documentClient = createDocumentClient(dynamoConfigFromEnv(env))
   return {
     source: new ApiGatewayKeySource({
-      client: createKeySyncApiGatewayClient(),
+      client: apiGateway,
       restApiId,
       stage,
       pacer: new TokenBucketPacer(KEY_SYNC_CALL_RATE),
     }),
-    mirror: new KeyMirrorRepository({
-      client: createDocumentClient(dynamoConfigFromEnv(env)),
-      tableName,
-      logger,
-    }),
+    mirror: new KeyMirrorRepository({ client: documentClient, tableName, logger }),
+    state: new KeySyncStateRepository({ client: documentClient, tableName }),
+    flusher: new ApiGatewayAuthorizerCacheFlusher(apiGateway, restApiId, stage),
     logger,
     metrics,
     clock: systemClock,
+    sendResponse: httpsPut,
     middlewares: baseMiddlewares<KeySyncEvent, KeySyncResult>(logger, metrics),
   }
 }

@@ -15,6 +15,9 @@ import {
 } from './key-mirror-schema.ts'
 import { KEY_MIRROR_TABLE } from './table-schema.ts'
 
+/** What a key item's partition key looks like: a SHA-256 in hex (hashApiKey). */
+const KEY_HASH = /^[0-9a-f]{64}$/
+
 /** BatchWriteItem's limit. */
 export const BATCH_WRITE_SIZE = 25
 const MAX_BATCH_ATTEMPTS = 8
@@ -29,6 +32,17 @@ export interface KeyMirrorRepositoryOptions {
   logger?: AppLogger
   /** Waits between UnprocessedItems retries (tests pass a no-op). */
   sleep?: (ms: number) => Promise<void>
+}
+
+/** How the mirror differs from what API Gateway says now (see KeyMirrorRepository.diff). */
+export interface MirrorDiff {
+  entries: KeyMirrorEntry[]
+  /** Keys in the mirror before the run. */
+  mirrorSize: number
+  /** Entries that are new or whose grant changed. */
+  changed: KeyMirrorEntry[]
+  /** Hashes of mirrored keys no entry names any more, sorted. */
+  stale: string[]
 }
 
 export interface ReplaceAllResult {
@@ -52,7 +66,7 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 
 /**
  * Owns the key mirror table: its key, item mapping and bulk rebuild. The authorizer calls get();
- * the key-sync function calls replaceAll() with everything API Gateway says is valid now.
+ * the key-sync function calls diff() and apply() with everything API Gateway says is valid now.
  */
 export class KeyMirrorRepository {
   readonly #client: DynamoDBDocumentClient
@@ -92,13 +106,12 @@ export class KeyMirrorRepository {
   }
 
   /**
-   * Makes the table hold exactly `entries`: writes each new or changed entry stamped `syncedAt`,
-   * leaves unchanged items alone (a sync every minute would otherwise rewrite every key 1,440
-   * times a day), then deletes every item not in this run, so a key deleted, disabled or
-   * detached from its plan stops working. One scan reads the table: one small item per key of
-   * one stage. Not atomic: a failure part-way leaves a mix, which the next run repairs.
+   * What it takes to make the table hold exactly `entries`: the entries that are new or changed
+   * (unchanged items are left alone: a sync every minute would otherwise rewrite every key 1,440
+   * times a day) and the key hashes no entry names any more. One scan reads the table: one small
+   * item per key of one stage.
    */
-  async replaceAll(entries: KeyMirrorEntry[], syncedAt: string): Promise<ReplaceAllResult> {
+  async diff(entries: KeyMirrorEntry[]): Promise<MirrorDiff> {
     const wanted = new Set<string>()
     for (const entry of entries) {
       // BatchWriteItem refuses two requests for one key in a batch; the source never sends them.
@@ -106,20 +119,43 @@ export class KeyMirrorRepository {
       wanted.add(entry.keyHash)
     }
     const existing = await this.#scanItems()
-    const stale = [...existing.keys()].filter((keyHash) => !wanted.has(keyHash))
-    const changed = entries.filter((entry) => {
-      const item = existing.get(entry.keyHash)
-      return item === undefined || !sameGrant(item, entry)
-    })
+    return {
+      entries,
+      mirrorSize: existing.size,
+      changed: entries.filter((entry) => {
+        const item = existing.get(entry.keyHash)
+        return item === undefined || !sameGrant(item, entry)
+      }),
+      stale: [...existing.keys()].filter((keyHash) => !wanted.has(keyHash)).sort(),
+    }
+  }
+
+  /**
+   * Writes each new or changed entry stamped `syncedAt`, then (unless `removeStale` is false)
+   * deletes the stale items, so a key deleted, disabled or detached from its plan stops working.
+   * Puts come first: a run cut short never leaves a key missing that should be there. Not atomic:
+   * a failure part-way leaves a mix, which the next run repairs.
+   */
+  async apply(
+    { entries, changed, stale }: MirrorDiff,
+    syncedAt: string,
+    { removeStale = true }: { removeStale?: boolean } = {},
+  ): Promise<ReplaceAllResult> {
     await this.#batchWrite(
       changed.map((entry) => ({ PutRequest: { Item: { ...entry, syncedAt } } })),
     )
+    const removed = removeStale ? stale : []
     await this.#batchWrite(
-      stale.map((keyHash) => ({
+      removed.map((keyHash) => ({
         DeleteRequest: { Key: { [KEY_MIRROR_TABLE.partitionKey]: keyHash } },
       })),
     )
-    return { upserted: entries.length, written: changed.length, deleted: stale.length }
+    return { upserted: entries.length, written: changed.length, deleted: removed.length }
+  }
+
+  /** diff() then apply(), removals included: the table holds exactly `entries` afterwards. */
+  async replaceAll(entries: KeyMirrorEntry[], syncedAt: string): Promise<ReplaceAllResult> {
+    return this.apply(await this.diff(entries), syncedAt)
   }
 
   /** Every item by its key hash. */
@@ -132,7 +168,8 @@ export class KeyMirrorRepository {
       )
       for (const item of page.Items ?? []) {
         const keyHash = item[KEY_MIRROR_TABLE.partitionKey]
-        if (typeof keyHash === 'string') items.set(keyHash, item)
+        // Only key items: the sync's own state item is not a key.
+        if (typeof keyHash === 'string' && KEY_HASH.test(keyHash)) items.set(keyHash, item)
       }
       startKey = page.LastEvaluatedKey
     } while (startKey !== undefined)

@@ -61,6 +61,11 @@ export const rateLimitTableDefinition = (tableName: string): CreateTableCommandI
  */
 export const KEY_MIRROR_TABLE = {
   partitionKey: 'keyHash',
+  /**
+   * The key sync's own item (its lease and guard state: key-sync-state-repository.ts). `#` can
+   * never start a hex hash, so no key can look it up, and the sync's scan skips it.
+   */
+  syncStateKey: '#key-sync',
 } as const
 
 export const keyMirrorTableDefinition = (tableName: string): CreateTableCommandInput => ({

@@ -77,4 +77,9 @@ export const KEY_SYNC_METRICS = {
   refusedKeys: 'KeySyncRefusedKeys',
   managementCalls: 'KeySyncManagementCalls',
   failures: 'KeySyncFailures',
+  /** 1 per successful run: no data for 5 minutes means the mirror is going stale. */
+  succeeded: 'KeySyncSucceeded',
+  /** Removals the guard withheld in a run (a mass removal not yet agreed or confirmed). */
+  removalsHeld: 'KeySyncRemovalsHeld',
+  cacheFlushFailures: 'KeySyncCacheFlushFailures',
 } as const

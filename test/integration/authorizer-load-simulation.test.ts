@@ -6,23 +6,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { percentile } from '#bench/bench-stats.ts'
 import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
 import { KeyMirrorStore } from '#functions/authorizer/key-mirror-store.ts'
-import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
-import { createKeySyncHandler, SCHEDULED_EVENT } from '#functions/key-sync/key-sync-handler.ts'
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
-import { lambdaContext, tokenAuthorizerEvent } from '#test/support/api-gateway-events.ts'
-import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import {
-  FAKE_API_ID,
-  FAKE_STAGE,
-  FakeApiGateway,
-  keyValueOf,
-  planTags,
-} from '#test/support/fake-api-gateway.ts'
-import { fakeLogger } from '#test/support/fake-logger.ts'
-import { createKeyMirrorTable } from '#test/support/key-mirror-table.ts'
+  lambdaContext,
+  scheduledEvent,
+  tokenAuthorizerEvent,
+} from '#test/support/api-gateway-events.ts'
+import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
+import { FakeApiGateway, keyValueOf, planTags } from '#test/support/fake-api-gateway.ts'
+import { createKeySyncHarness } from '#test/support/key-sync-harness.ts'
 
 /**
  * A traffic spike on cold authorizers: INSTANCES fresh instances (each its own handler,
@@ -94,32 +89,12 @@ describe('authorizer load simulation', () => {
       }
     }
 
-    const tableName = await createKeyMirrorTable(env)
-    const sync = createKeySyncHandler({
-      source: new ApiGatewayKeySource({
-        client: gateway.client,
-        restApiId: FAKE_API_ID,
-        stage: FAKE_STAGE,
-      }),
-      mirror: new KeyMirrorRepository({ client: env.documentClient, tableName }),
-      logger: fakeLogger(),
-      metrics: { addMetric: () => undefined },
+    const { handler: sync, tableName } = await createKeySyncHarness({
+      env,
+      gateway,
       clock: Date.now,
     })
-    const synced = await sync(
-      {
-        version: '0',
-        id: 'schedule',
-        'detail-type': SCHEDULED_EVENT,
-        source: 'aws.events',
-        account: '123456789012',
-        time: new Date().toISOString(),
-        region: 'eu-west-1',
-        resources: [],
-        detail: {},
-      },
-      lambdaContext('petstore-key-sync'),
-    )
+    const synced = await sync(scheduledEvent, lambdaContext('petstore-key-sync'))
     expect(synced.upserted).toBe(validKeyIds.length)
 
     // The request mix: 40 % valid keys, 50 % random tokens, 10 % known but refused keys.

@@ -2,6 +2,7 @@ import { PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-schema.ts'
+import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
 import { createKeyMirrorTable } from '#test/support/key-mirror-table.ts'
@@ -121,5 +122,33 @@ describe('KeyMirrorRepository against DynamoDB', () => {
       'Ignoring malformed key mirror item',
       expect.objectContaining({ keyId: 'key-1' }),
     )
+  })
+
+  it("never takes the sync's own state item for a key, nor removes it", async () => {
+    const state = new KeySyncStateRepository({ client: env.documentClient, tableName })
+    await repository.replaceAll([entry(1)], T1)
+    expect(await state.acquire('run-1', 0, 90_000)).toEqual({})
+    await state.complete('run-1', { lastSuccessAt: 1, flushPending: false, stageIds: ['key-1'] })
+
+    const diff = await repository.diff([])
+    expect(diff).toMatchObject({ mirrorSize: 1, stale: [entry(1).keyHash] })
+    expect(await repository.apply(diff, T2)).toMatchObject({ deleted: 1 })
+
+    expect(await state.get()).toEqual({
+      lastSuccessAt: 1,
+      flushPending: false,
+      stageIds: ['key-1'],
+    })
+  })
+
+  it('leaves stale items in place when told to, writing the rest', async () => {
+    await repository.replaceAll([entry(1), entry(2)], T1)
+    const diff = await repository.diff([entry(3)])
+    expect(await repository.apply(diff, T2, { removeStale: false })).toEqual({
+      upserted: 1,
+      written: 1,
+      deleted: 0,
+    })
+    expect(await tableKeyIds()).toEqual(['key-1', 'key-2', 'key-3'])
   })
 })

@@ -1,6 +1,7 @@
 import {
   APIGatewayClient,
   type ApiKey,
+  FlushStageAuthorizersCacheCommand,
   GetApiKeysCommand,
   GetUsagePlanKeysCommand,
   GetUsagePlansCommand,
@@ -50,11 +51,21 @@ export class FakeApiGateway {
   readonly planKeys = new Map<string, string[]>()
   readonly keys = new Map<string, ApiKey>()
   failure: Error | undefined
+  /** Keys the key listing leaves out while plans still list them: a read that contradicts itself. */
+  readonly unlistedKeyIds = new Set<string>()
+  /** Whether GetUsagePlans answers an empty list (plans momentarily missing from a read). */
+  plansMissing = false
+  /** FlushStageAuthorizersCache calls, as `restApiId/stageName`. */
+  readonly flushes: string[] = []
+  /** Called on every flush (a test's model of API Gateway's authorizer cache). */
+  onFlush: (() => void) | undefined
 
   constructor() {
     this.mock
       .on(GetUsagePlansCommand)
-      .callsFake(async (input) => this.#page([...this.plans.values()], input))
+      .callsFake(async (input) =>
+        this.#page(this.plansMissing ? [] : [...this.plans.values()], input),
+      )
     this.mock.on(GetUsagePlanKeysCommand).callsFake(async (input) =>
       this.#page(
         (this.planKeys.get(input.usagePlanId) ?? []).map((id) => ({
@@ -67,12 +78,18 @@ export class FakeApiGateway {
     )
     this.mock.on(GetApiKeysCommand).callsFake(async (input) =>
       this.#page(
-        [...this.keys.values()].map((key) =>
-          input.includeValues ? { ...key } : { ...key, value: undefined },
-        ),
+        [...this.keys.values()]
+          .filter((key) => !this.unlistedKeyIds.has(key.id ?? ''))
+          .map((key) => (input.includeValues ? { ...key } : { ...key, value: undefined })),
         input,
       ),
     )
+    this.mock.on(FlushStageAuthorizersCacheCommand).callsFake(async (input) => {
+      if (this.failure) throw this.failure
+      this.flushes.push(`${input.restApiId}/${input.stageName}`)
+      this.onFlush?.()
+      return {}
+    })
   }
 
   addPlan(id: string, { tags, apiId = FAKE_API_ID, stage = FAKE_STAGE }: FakePlanOptions = {}) {

@@ -51,8 +51,24 @@ describe('ApiGatewayKeySource', () => {
         usagePlanId: 'plan-pro',
       },
     ])
-    expect(snapshot).toMatchObject({ stagePlans: 1, refusedPlans: [], refusedKeyIds: [] })
+    expect(snapshot).toMatchObject({
+      stagePlans: 1,
+      refusedPlans: [],
+      refusedKeyIds: [],
+      stageIds: ['key-1', 'plan-pro'],
+    })
     expect(JSON.stringify(snapshot)).not.toContain(keyValueOf('key-1'))
+  })
+
+  it('fails a read whose key listing lacks a key a stage plan lists, naming its id', async () => {
+    gateway.addPlan('plan-pro', { tags: planTags('pro') })
+    gateway.addKey('key-1', 'plan-pro')
+    gateway.addKey('key-2', 'plan-pro')
+    gateway.unlistedKeyIds.add('key-2')
+
+    await expect(sourceFor().read()).rejects.toThrow(
+      'Inconsistent read of API Gateway: 1 key(s) attached to a usage plan of the stage are missing from the key listing (key-2)',
+    )
   })
 
   it('takes Enterprise limits from the plan tags', async () => {

@@ -1,4 +1,4 @@
-import type { Context } from 'aws-lambda'
+import type { CloudFormationCustomResourceEvent, Context } from 'aws-lambda'
 import { beforeEach, describe, expect, it, vi } from 'vitest'
 import type { KeySource, KeySourceSnapshot } from '#functions/key-sync/api-gateway-key-source.ts'
 import {
@@ -7,72 +7,155 @@ import {
   type MetricSink,
   MIN_EVENT_INTERVAL_MS,
 } from '#functions/key-sync/key-sync-handler.ts'
-import type { ReplaceAllResult } from '#shared/data/key-mirror-repository.ts'
+import type { MirrorDiff, ReplaceAllResult } from '#shared/data/key-mirror-repository.ts'
 import type { KeyMirrorEntry, KeyMirrorItem } from '#shared/data/key-mirror-schema.ts'
 import { hashApiKey } from '#shared/data/key-mirror-schema.ts'
+import type { KeySyncState } from '#shared/data/key-sync-state-repository.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
 import { lambdaContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
 
-const entry = (keyId: string): KeyMirrorEntry => ({
+const entry = (keyId: string, usagePlanId = 'plan-pro'): KeyMirrorEntry => ({
   keyHash: hashApiKey(`${keyId}-value-0123456789abcdef`),
   keyId,
   enabled: true,
   plan: 'pro',
   perMinute: 300,
   perDay: 10_000,
-  usagePlanId: 'plan-pro',
+  usagePlanId,
 })
 
-const snapshotOf = (entries: KeyMirrorEntry[], extra: Partial<KeySourceSnapshot> = {}) => ({
+const snapshotOf = (
+  entries: KeyMirrorEntry[],
+  extra: Partial<KeySourceSnapshot> = {},
+): KeySourceSnapshot => ({
   entries,
   stagePlans: 1,
   refusedPlans: [],
   refusedKeyIds: [],
   disabledKeys: 0,
   managementCalls: 3,
+  stageIds: ['plan-pro', ...entries.map((e) => e.keyId)].sort(),
   ...extra,
 })
 
-/** An in-memory mirror with the repository's replaceAll semantics. */
+/** An in-memory mirror with the repository's diff/apply semantics. */
 class MemoryMirror {
   readonly items = new Map<string, KeyMirrorItem>()
   failure: Error | undefined
 
-  async replaceAll(entries: KeyMirrorEntry[], syncedAt: string): Promise<ReplaceAllResult> {
-    if (this.failure) throw this.failure
+  async diff(entries: KeyMirrorEntry[]): Promise<MirrorDiff> {
     const wanted = new Set(entries.map((e) => e.keyHash))
-    const stale = [...this.items.keys()].filter((hash) => !wanted.has(hash))
-    for (const e of entries) this.items.set(e.keyHash, { ...e, syncedAt })
-    for (const hash of stale) this.items.delete(hash)
-    return { upserted: entries.length, written: entries.length, deleted: stale.length }
+    return {
+      entries,
+      mirrorSize: this.items.size,
+      changed: entries.filter((e) => this.items.get(e.keyHash)?.keyId !== e.keyId),
+      stale: [...this.items.keys()].filter((hash) => !wanted.has(hash)).sort(),
+    }
+  }
+
+  async apply(
+    diff: MirrorDiff,
+    syncedAt: string,
+    { removeStale = true } = {},
+  ): Promise<ReplaceAllResult> {
+    if (this.failure) throw this.failure
+    for (const e of diff.changed) this.items.set(e.keyHash, { ...e, syncedAt })
+    const removed = removeStale ? diff.stale : []
+    for (const hash of removed) this.items.delete(hash)
+    return { upserted: diff.entries.length, written: diff.changed.length, deleted: removed.length }
   }
 }
 
-const scheduled = scheduledEvent
-const managementEvent: KeySyncEvent = {
-  ...scheduled,
+/** The state item and its lease, in memory. */
+class MemoryState {
+  saved: KeySyncState = {}
+  leaseOwner: string | undefined
+  reads = 0
+
+  async get() {
+    this.reads += 1
+    return structuredClone(this.saved)
+  }
+  async acquire(owner: string) {
+    if (this.leaseOwner) return undefined
+    this.leaseOwner = owner
+    return structuredClone(this.saved)
+  }
+  async complete(owner: string, next: KeySyncState) {
+    if (owner !== this.leaseOwner) throw new Error('lease lost')
+    this.saved = structuredClone(next)
+    this.leaseOwner = undefined
+  }
+  async release(owner: string) {
+    if (owner === this.leaseOwner) this.leaseOwner = undefined
+  }
+}
+
+const managementEvent = (eventName: string, requestParameters: unknown): KeySyncEvent => ({
+  ...scheduledEvent,
   'detail-type': 'AWS API Call via CloudTrail',
   source: 'aws.apigateway',
-  detail: { eventName: 'CreateUsagePlanKey', requestParameters: { secret: 'not-to-be-logged' } },
-}
+  detail: { eventName, requestParameters },
+})
+
+const customResourceEvent = (
+  RequestType: 'Create' | 'Update' | 'Delete',
+): CloudFormationCustomResourceEvent =>
+  ({
+    RequestType,
+    ServiceToken: 'arn:aws:lambda:eu-west-1:123456789012:function:key-sync',
+    ResponseURL: 'https://cloudformation-custom-resource-response.example/presigned',
+    StackId: 'arn:aws:cloudformation:eu-west-1:123456789012:stack/petstore-production-api/1',
+    RequestId: 'request-1',
+    LogicalResourceId: 'KeySyncOnDeploy',
+    ResourceType: 'Custom::KeySync',
+    ResourceProperties: { ServiceToken: 'arn' },
+    ...(RequestType === 'Create' ? {} : { PhysicalResourceId: 'petstore-key-sync-on-deploy' }),
+  }) as CloudFormationCustomResourceEvent
 
 let nowMs: number
 let current: KeySourceSnapshot | Error
 let mirror: MemoryMirror
+let state: MemoryState
+let flushes: number
+let flushFailure: Error | undefined
+let responses: { url: string; body: Record<string, unknown> }[]
+let sleeps: number[]
 let logger: ReturnType<typeof fakeLogger>
 let metrics: { addMetric: ReturnType<typeof vi.fn<MetricSink['addMetric']>> }
 let context: Context
+let reads: number
 
 const source: KeySource = {
   read: async () => {
+    reads += 1
     if (current instanceof Error) throw current
     return current
   },
 }
 
 const handlerOf = () =>
-  createKeySyncHandler({ source, mirror, logger, metrics, clock: () => nowMs })
+  createKeySyncHandler({
+    source,
+    mirror,
+    state,
+    flusher: {
+      flush: async () => {
+        if (flushFailure) throw flushFailure
+        flushes += 1
+      },
+    },
+    logger,
+    metrics,
+    clock: () => nowMs,
+    sendResponse: async (url, body) => {
+      responses.push({ url, body: JSON.parse(body) })
+    },
+    sleep: async (ms) => {
+      sleeps.push(ms)
+    },
+  })
 
 const metricValues = () =>
   Object.fromEntries(metrics.addMetric.mock.calls.map(([name, , value]) => [name, value]))
@@ -80,6 +163,12 @@ const metricValues = () =>
 beforeEach(() => {
   nowMs = Date.parse('2027-03-05T10:00:00Z')
   mirror = new MemoryMirror()
+  state = new MemoryState()
+  flushes = 0
+  flushFailure = undefined
+  responses = []
+  sleeps = []
+  reads = 0
   logger = fakeLogger()
   metrics = { addMetric: vi.fn<MetricSink['addMetric']>() }
   context = lambdaContext('petstore-key-sync')
@@ -89,56 +178,85 @@ describe('key-sync handler', () => {
   it('rebuilds the mirror on a scheduled event, stamped with the run start, and counts', async () => {
     current = snapshotOf([entry('key-1'), entry('key-2')])
     const handler = handlerOf()
-    await handler(scheduled, context)
+    await handler(scheduledEvent, context)
     nowMs += 60_000
     current = snapshotOf([entry('key-2'), entry('key-3')])
 
-    const result = await handler(scheduled, context)
+    const result = await handler(scheduledEvent, context)
 
     expect(result).toEqual({
       skipped: false,
       upserted: 2,
-      written: 2,
+      written: 1,
       deleted: 1,
+      heldRemovals: 0,
+      cacheFlushed: true,
       refusedPlans: 0,
       refusedKeys: 0,
       managementCalls: 3,
     })
     expect([...mirror.items.values()].map((item) => [item.keyId, item.syncedAt])).toEqual([
-      ['key-2', '2027-03-05T10:01:00.000Z'],
+      ['key-2', '2027-03-05T10:00:00.000Z'],
       ['key-3', '2027-03-05T10:01:00.000Z'],
     ])
-    expect(logger.info).toHaveBeenLastCalledWith(
-      'Key mirror synced',
-      expect.objectContaining({ trigger: 'Scheduled Event', upserted: 2, deleted: 1 }),
-    )
+    expect(state.saved).toMatchObject({
+      lastSuccessAt: nowMs,
+      flushPending: false,
+      stageIds: ['key-2', 'key-3', 'plan-pro'],
+    })
+    expect(state.leaseOwner).toBeUndefined()
   })
 
-  it('rebuilds the mirror on an API Gateway management event, logging only its type', async () => {
+  it('flushes the authorizer cache after a run that changed the mirror, and only then', async () => {
+    const handler = handlerOf()
     current = snapshotOf([entry('key-1')])
-
-    await handlerOf()(managementEvent, context)
-
-    expect([...mirror.items.values()].map((item) => item.keyId)).toEqual(['key-1'])
-    expect(JSON.stringify(logger.info.mock.calls)).not.toContain('not-to-be-logged')
+    await handler(scheduledEvent, context)
+    expect(flushes).toBe(1)
+    await handler(scheduledEvent, context)
+    expect(flushes).toBe(1)
+    current = snapshotOf([])
+    expect(await handler(scheduledEvent, context)).toMatchObject({ deleted: 1, cacheFlushed: true })
+    expect(flushes).toBe(2)
   })
 
-  it('emits the sync metrics', async () => {
+  it('retries a failed flush on the next run, even one that changes nothing', async () => {
+    const handler = handlerOf()
+    current = snapshotOf([entry('key-1')])
+    flushFailure = new Error('TooManyRequestsException')
+    expect(await handler(scheduledEvent, context)).toMatchObject({
+      written: 1,
+      cacheFlushed: false,
+    })
+    expect(metricValues()).toMatchObject({
+      [KEY_SYNC_METRICS.cacheFlushFailures]: 1,
+      [KEY_SYNC_METRICS.succeeded]: 1,
+    })
+    expect(state.saved.flushPending).toBe(true)
+
+    flushFailure = undefined
+    expect(await handler(scheduledEvent, context)).toMatchObject({ written: 0, cacheFlushed: true })
+    expect(flushes).toBe(1)
+    expect(state.saved.flushPending).toBe(false)
+  })
+
+  it('emits the sync metrics, a success among them', async () => {
     current = snapshotOf([entry('key-1')], {
       refusedPlans: [{ usagePlanId: 'plan-x', reason: 'missing tag petstore:plan' }],
       refusedKeyIds: ['key-x1', 'key-x2'],
       managementCalls: 4,
     })
 
-    await handlerOf()(scheduled, context)
+    await handlerOf()(scheduledEvent, context)
 
     expect(metricValues()).toEqual({
       [KEY_SYNC_METRICS.keysMirrored]: 1,
       [KEY_SYNC_METRICS.keysRemoved]: 0,
+      [KEY_SYNC_METRICS.removalsHeld]: 0,
       [KEY_SYNC_METRICS.invalidPlans]: 1,
       [KEY_SYNC_METRICS.refusedKeys]: 2,
       [KEY_SYNC_METRICS.managementCalls]: 4,
       [KEY_SYNC_METRICS.failures]: 0,
+      [KEY_SYNC_METRICS.succeeded]: 1,
     })
     expect(logger.error).toHaveBeenCalledWith('Usage plan refused: its keys get 401', {
       usagePlanId: 'plan-x',
@@ -150,18 +268,19 @@ describe('key-sync handler', () => {
     )
   })
 
-  it('throws on a source failure, counts it and leaves the previous mirror as it was', async () => {
+  it('throws on a source failure, counts it, gives the lease up and leaves the mirror alone', async () => {
     const handler = handlerOf()
     current = snapshotOf([entry('key-1')])
-    await handler(scheduled, context)
+    await handler(scheduledEvent, context)
     const before = structuredClone([...mirror.items.entries()])
     current = new Error('TooManyRequestsException')
     metrics.addMetric.mockClear()
 
-    await expect(handler(scheduled, context)).rejects.toThrow('TooManyRequestsException')
+    await expect(handler(scheduledEvent, context)).rejects.toThrow('TooManyRequestsException')
 
     expect([...mirror.items.entries()]).toEqual(before)
     expect(metricValues()).toEqual({ [KEY_SYNC_METRICS.failures]: 1 })
+    expect(state.leaseOwner).toBeUndefined()
     expect(logger.error).toHaveBeenCalledWith(
       'Key sync failed: the previous mirror stays in place',
       expect.objectContaining({ trigger: 'Scheduled Event' }),
@@ -172,32 +291,160 @@ describe('key-sync handler', () => {
     current = snapshotOf([entry('key-1')])
     mirror.failure = new Error('ProvisionedThroughputExceededException')
 
-    await expect(handlerOf()(scheduled, context)).rejects.toThrow('ProvisionedThroughput')
+    await expect(handlerOf()(scheduledEvent, context)).rejects.toThrow('ProvisionedThroughput')
     expect(metricValues()).toEqual({ [KEY_SYNC_METRICS.failures]: 1 })
+  })
+
+  it('runs one sync at a time: a run that finds the lease taken reads nothing', async () => {
+    current = snapshotOf([entry('key-1')])
+    state.leaseOwner = 'another-run'
+
+    expect(await handlerOf()(scheduledEvent, context)).toMatchObject({ skipped: 'lease-held' })
+    expect(reads).toBe(0)
+    expect(mirror.items.size).toBe(0)
+  })
+
+  it('holds a mass removal, alarms on it, and applies it when an operator confirms the count', async () => {
+    const handler = handlerOf()
+    const keys = Array.from({ length: 12 }, (_, n) => entry(`key-${n}`))
+    current = snapshotOf(keys)
+    await handler(scheduledEvent, context)
+    current = snapshotOf(keys.slice(0, 4))
+    metrics.addMetric.mockClear()
+
+    expect(await handler(scheduledEvent, context)).toMatchObject({ deleted: 0, heldRemovals: 8 })
+    expect(mirror.items.size).toBe(12)
+    expect(metricValues()).toMatchObject({ [KEY_SYNC_METRICS.removalsHeld]: 8 })
+    expect(logger.error).toHaveBeenCalledWith(
+      'Key sync withheld a mass removal: confirm it or wait for runs to agree',
+      expect.objectContaining({ removals: 8, confirm: { confirmRemovals: 8 } }),
+    )
+
+    expect(await handler({ confirmRemovals: 7 }, context)).toMatchObject({ deleted: 0 })
+    expect(await handler({ confirmRemovals: 8 }, context)).toMatchObject({
+      deleted: 8,
+      heldRemovals: 0,
+    })
+    expect(mirror.items.size).toBe(4)
+    expect(state.saved.heldRemoval).toBeUndefined()
   })
 
   it('coalesces management events right after a successful run; the schedule always runs', async () => {
     const handler = handlerOf()
-    const read = vi.spyOn(source, 'read')
+    const event = managementEvent('CreateApiKey', { name: 'alice' })
     current = snapshotOf([entry('key-1')])
-    await handler(managementEvent, context)
+    await handler(event, context)
 
     nowMs += MIN_EVENT_INTERVAL_MS - 1
-    expect(await handler(managementEvent, context)).toMatchObject({ skipped: true })
-    expect(await handler(scheduled, context)).toMatchObject({ skipped: false })
+    expect(await handler(event, context)).toMatchObject({ skipped: 'coalesced' })
+    expect(await handler(scheduledEvent, context)).toMatchObject({ skipped: false })
     nowMs += MIN_EVENT_INTERVAL_MS
-    expect(await handler(managementEvent, context)).toMatchObject({ skipped: false })
-    expect(read).toHaveBeenCalledTimes(3)
-    read.mockRestore()
+    expect(await handler(event, context)).toMatchObject({ skipped: false })
+    expect(reads).toBe(3)
   })
 
   it('does not coalesce an event after a failed run', async () => {
     const handler = handlerOf()
+    const event = managementEvent('CreateApiKey', {})
     current = new Error('boom')
-    await expect(handler(managementEvent, context)).rejects.toThrow('boom')
+    await expect(handler(event, context)).rejects.toThrow('boom')
     current = snapshotOf([entry('key-1')])
     nowMs += 1_000
 
-    expect(await handler(managementEvent, context)).toMatchObject({ skipped: false, upserted: 1 })
+    expect(await handler(event, context)).toMatchObject({ skipped: false, upserted: 1 })
+  })
+
+  it("skips another stage's key and plan changes, never its own, logging only the type", async () => {
+    const handler = handlerOf()
+    current = snapshotOf([entry('key-1')])
+    await handler(scheduledEvent, context)
+    const later = () => {
+      nowMs += MIN_EVENT_INTERVAL_MS
+    }
+
+    later()
+    const staging = managementEvent('CreateUsagePlanKey', {
+      usagePlanId: 'plan-staging-pro',
+      createUsagePlanKeyInput: { keyId: 'key-9', keyType: 'API_KEY' },
+    })
+    expect(await handler(staging, context)).toMatchObject({ skipped: 'other-stage' })
+    later()
+    expect(
+      await handler(managementEvent('UpdateApiKey', { apiKey: 'key-elsewhere' }), context),
+    ).toMatchObject({ skipped: 'other-stage' })
+    later()
+    const ours = managementEvent('CreateUsagePlanKey', {
+      usagePlanId: 'plan-pro',
+      createUsagePlanKeyInput: { keyId: 'key-2', secret: 'not-to-be-logged' },
+    })
+    expect(await handler(ours, context)).toMatchObject({ skipped: false })
+    later()
+    expect(
+      await handler(managementEvent('DeleteApiKey', { apiKey: 'key-1' }), context),
+    ).toMatchObject({ skipped: false })
+    later()
+    // A new plan may be attached to any stage: always synced.
+    expect(
+      await handler(managementEvent('UpdateUsagePlan', { usagePlanId: 'plan-new' }), context),
+    ).toMatchObject({ skipped: false })
+    expect(JSON.stringify(logger.info.mock.calls)).not.toContain('not-to-be-logged')
+  })
+
+  it('syncs every management event before the first sync recorded the stage ids', async () => {
+    current = snapshotOf([entry('key-1')])
+    const event = managementEvent('UpdateApiKey', { apiKey: 'key-unknown' })
+    expect(await handlerOf()(event, context)).toMatchObject({ skipped: false, upserted: 1 })
+  })
+})
+
+describe('key-sync handler as the deploy custom resource', () => {
+  it('syncs on Create and Update and answers CloudFormation SUCCESS', async () => {
+    current = snapshotOf([entry('key-1')])
+    const handler = handlerOf()
+    for (const type of ['Create', 'Update'] as const) {
+      await handler(customResourceEvent(type), context)
+    }
+    expect(mirror.items.size).toBe(1)
+    expect(reads).toBe(2)
+    expect(responses).toHaveLength(2)
+    expect(responses[0]).toEqual({
+      url: 'https://cloudformation-custom-resource-response.example/presigned',
+      body: {
+        Status: 'SUCCESS',
+        Reason: 'SUCCESS',
+        PhysicalResourceId: 'petstore-key-sync-on-deploy',
+        StackId: 'arn:aws:cloudformation:eu-west-1:123456789012:stack/petstore-production-api/1',
+        RequestId: 'request-1',
+        LogicalResourceId: 'KeySyncOnDeploy',
+        Data: { keysMirrored: 1, skipped: 'false' },
+      },
+    })
+  })
+
+  it('answers Delete without syncing', async () => {
+    current = snapshotOf([entry('key-1')])
+    await handlerOf()(customResourceEvent('Delete'), context)
+    expect(reads).toBe(0)
+    expect(responses.map((r) => r.body.Status)).toEqual(['SUCCESS'])
+  })
+
+  it('answers FAILED with the reason when the sync fails, instead of leaving CloudFormation waiting', async () => {
+    current = new Error('AccessDeniedException: not authorized to perform apigateway:GET')
+    await handlerOf()(customResourceEvent('Create'), context)
+    expect(responses.map((r) => r.body)).toEqual([
+      expect.objectContaining({
+        Status: 'FAILED',
+        Reason: 'Key sync failed: AccessDeniedException: not authorized to perform apigateway:GET',
+      }),
+    ])
+  })
+
+  it('waits for a run in progress, then leaves the mirror to it', async () => {
+    current = snapshotOf([entry('key-1')])
+    state.leaseOwner = 'scheduled-run'
+    await handlerOf()(customResourceEvent('Create'), context)
+    expect(sleeps).toEqual(Array(9).fill(2_000))
+    expect(responses.map((r) => r.body.Status)).toEqual(['SUCCESS'])
+    expect(reads).toBe(0)
   })
 })

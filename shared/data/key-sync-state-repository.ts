@@ -1,0 +1,160 @@
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  type NativeAttributeValue,
+  NumberValue,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb'
+import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
+import { KEY_MIRROR_TABLE } from './table-schema.ts'
+
+/** A mass removal the guard withholds until later runs agree (see removal-guard.ts). */
+export interface HeldRemoval {
+  /** Identifies the exact set of key hashes the run would remove. */
+  digest: string
+  count: number
+  /** When a run first saw this removal (ms since the epoch). */
+  firstSeenAt: number
+}
+
+/** What one sync run leaves for the next, in the mirror table's `#key-sync` item. */
+export interface KeySyncState {
+  heldRemoval?: HeldRemoval
+  /** The mirror changed but the authorizer cache could not be flushed: the next run retries. */
+  flushPending?: boolean
+  /**
+   * Ids of the usage plans attached to the stage and of their keys (enabled or not): a
+   * management event naming none of them concerns another stage.
+   */
+  stageIds?: string[]
+  /** Start of the last successful run (ms since the epoch). */
+  lastSuccessAt?: number
+}
+
+export interface KeySyncStateRepositoryOptions {
+  client: DynamoDBDocumentClient
+  tableName: string
+}
+
+type Item = Record<string, NativeAttributeValue>
+
+const LEASE_KEY = { [KEY_MIRROR_TABLE.partitionKey]: KEY_MIRROR_TABLE.syncStateKey }
+
+const num = (value: unknown): number | undefined =>
+  value instanceof NumberValue
+    ? Number(value.toString())
+    : typeof value === 'number'
+      ? value
+      : undefined
+
+const toState = (item: Item | undefined): KeySyncState => {
+  if (!item) return {}
+  const held = item.heldRemoval as Item | undefined
+  const digest = held?.digest
+  const count = num(held?.count)
+  const firstSeenAt = num(held?.firstSeenAt)
+  const lastSuccessAt = num(item.lastSuccessAt)
+  return {
+    ...(typeof digest === 'string' && count !== undefined && firstSeenAt !== undefined
+      ? { heldRemoval: { digest, count, firstSeenAt } }
+      : {}),
+    ...(item.flushPending === true ? { flushPending: true } : {}),
+    ...(Array.isArray(item.stageIds) ? { stageIds: item.stageIds.map(String) } : {}),
+    ...(lastSuccessAt !== undefined ? { lastSuccessAt } : {}),
+  }
+}
+
+/**
+ * Owns the key sync's own item in the key mirror table: a lease, so that two runs never rebuild
+ * the mirror at once (the function reserves no concurrency: a new account has none to spare), and
+ * the state one run hands the next. Every write is conditional on holding the lease, so a run
+ * whose lease expired cannot overwrite a newer run's state.
+ */
+export class KeySyncStateRepository {
+  readonly #client: DynamoDBDocumentClient
+  readonly #tableName: string
+
+  constructor({ client, tableName }: KeySyncStateRepositoryOptions) {
+    this.#client = client
+    this.#tableName = tableName
+  }
+
+  /** The state, read strongly consistent (it decides whether a run's removals go ahead). */
+  async get(): Promise<KeySyncState> {
+    const { Item } = await this.#client.send(
+      new GetCommand({ TableName: this.#tableName, Key: LEASE_KEY, ConsistentRead: true }),
+    )
+    return toState(Item)
+  }
+
+  /**
+   * Takes the lease until `nowMs + ttlMs` unless another owner holds an unexpired one; returns
+   * the state when taken, undefined when not. A run that dies keeps the lease until it expires.
+   */
+  async acquire(owner: string, nowMs: number, ttlMs: number): Promise<KeySyncState | undefined> {
+    try {
+      const { Attributes } = await this.#client.send(
+        new UpdateCommand({
+          TableName: this.#tableName,
+          Key: LEASE_KEY,
+          UpdateExpression: 'SET leaseOwner = :owner, leaseExpiresAt = :expires',
+          ConditionExpression: 'attribute_not_exists(leaseExpiresAt) OR leaseExpiresAt < :now',
+          ExpressionAttributeValues: { ':owner': owner, ':expires': nowMs + ttlMs, ':now': nowMs },
+          ReturnValues: 'ALL_NEW',
+        }),
+      )
+      return toState(Attributes)
+    } catch (error) {
+      if (isConditionFailure(error)) return undefined
+      throw error
+    }
+  }
+
+  /** Saves the state a successful run leaves and gives the lease up, in one write. */
+  async complete(owner: string, state: KeySyncState): Promise<void> {
+    const set = ['lastSuccessAt = :lastSuccessAt', 'flushPending = :flushPending']
+    const remove = ['leaseOwner', 'leaseExpiresAt']
+    const values: Item = {
+      ':owner': owner,
+      ':lastSuccessAt': state.lastSuccessAt ?? 0,
+      ':flushPending': state.flushPending === true,
+    }
+    if (state.heldRemoval) {
+      set.push('heldRemoval = :held')
+      values[':held'] = state.heldRemoval
+    } else {
+      remove.push('heldRemoval')
+    }
+    if (state.stageIds) {
+      set.push('stageIds = :stageIds')
+      values[':stageIds'] = state.stageIds
+    }
+    await this.#client.send(
+      new UpdateCommand({
+        TableName: this.#tableName,
+        Key: LEASE_KEY,
+        UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
+        ConditionExpression: 'leaseOwner = :owner',
+        ExpressionAttributeValues: values,
+      }),
+    )
+  }
+
+  /** Gives the lease up after a failed run, keeping the state as the last success left it. */
+  async release(owner: string): Promise<void> {
+    try {
+      await this.#client.send(
+        new UpdateCommand({
+          TableName: this.#tableName,
+          Key: LEASE_KEY,
+          UpdateExpression: 'REMOVE leaseOwner, leaseExpiresAt',
+          ConditionExpression: 'leaseOwner = :owner',
+          ExpressionAttributeValues: { ':owner': owner },
+        }),
+      )
+    } catch (error) {
+      // Expired and taken over by a newer run: nothing of ours to give up.
+      if (!isConditionFailure(error)) throw error
+    }
+  }
+}

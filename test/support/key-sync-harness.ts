@@ -1,0 +1,76 @@
+import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
+import { ApiGatewayAuthorizerCacheFlusher } from '#functions/key-sync/authorizer-cache-flusher.ts'
+import {
+  createKeySyncHandler,
+  type KeySyncDependencies,
+} from '#functions/key-sync/key-sync-handler.ts'
+import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
+import type { Clock } from '#shared/time/clock.ts'
+import type { DynamoTestEnv } from './dynamo-test-env.ts'
+import { FAKE_API_ID, FAKE_STAGE, type FakeApiGateway } from './fake-api-gateway.ts'
+import { fakeLogger } from './fake-logger.ts'
+import { createKeyMirrorTable } from './key-mirror-table.ts'
+
+export interface KeySyncHarnessOptions {
+  env: DynamoTestEnv
+  gateway: FakeApiGateway
+  clock: Clock
+  /** Wraps the real mirror repository (e.g. to hold its writes). */
+  wrapMirror?: (mirror: KeyMirrorRepository) => KeySyncDependencies['mirror']
+}
+
+/**
+ * The real key sync on a fresh key mirror table: the API Gateway key source and cache flusher
+ * over the fake control plane, the mirror and state repositories on the test DynamoDB. Custom
+ * resource answers are recorded instead of sent; waits are skipped.
+ */
+export const createKeySyncHarness = async ({
+  env,
+  gateway,
+  clock,
+  wrapMirror = (mirror) => mirror,
+}: KeySyncHarnessOptions) => {
+  const tableName = await createKeyMirrorTable(env)
+  const mirror = new KeyMirrorRepository({ client: env.documentClient, tableName })
+  const state = new KeySyncStateRepository({ client: env.documentClient, tableName })
+  /** Metric totals since the last reset. */
+  let metrics: Record<string, number> = {}
+  const responses: string[] = []
+  const logger = fakeLogger()
+  const handler = createKeySyncHandler({
+    source: new ApiGatewayKeySource({
+      client: gateway.client,
+      restApiId: FAKE_API_ID,
+      stage: FAKE_STAGE,
+    }),
+    mirror: wrapMirror(mirror),
+    state,
+    flusher: new ApiGatewayAuthorizerCacheFlusher(gateway.client, FAKE_API_ID, FAKE_STAGE),
+    logger,
+    metrics: {
+      addMetric: (name, _unit, value) => {
+        metrics[name] = (metrics[name] ?? 0) + value
+      },
+    },
+    clock,
+    sendResponse: async (_url, body) => {
+      responses.push(body)
+    },
+    sleep: async () => undefined,
+  })
+  return {
+    handler,
+    tableName,
+    mirror,
+    state,
+    logger,
+    responses,
+    /** Metric totals since the last call, then reset. */
+    takeMetrics: (): Record<string, number> => {
+      const taken = metrics
+      metrics = {}
+      return taken
+    },
+  }
+}
