@@ -135,6 +135,7 @@ describe('KeyMirrorRepository against DynamoDB', () => {
     expect(await repository.apply(diff, T2)).toMatchObject({ deleted: 1 })
 
     expect(await state.get()).toEqual({ lastSuccessAt: 1, stageIds: ['key-1'] })
+  })
 
   it('leaves stale items in place when told to, writing the rest', async () => {
     await repository.replaceAll([entry(1), entry(2)], T1)
