@@ -1,12 +1,14 @@
-import { Aws, Duration, Validations } from 'aws-cdk-lib'
-import type { RestApi } from 'aws-cdk-lib/aws-apigateway'
+import { Aws, CustomResource, Duration, Stack, Validations } from 'aws-cdk-lib'
+import type { RestApi, UsagePlan } from 'aws-cdk-lib/aws-apigateway'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events'
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets'
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam'
+import type { CfnFunction } from 'aws-cdk-lib/aws-lambda'
 import type { Construct } from 'constructs'
 import { KEY_SYNC_ENTRY } from '#functions/function-entries.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
+import { KEY_MIRROR_TABLE } from '#shared/data/table-schema.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-construct.ts'
 
@@ -42,16 +44,20 @@ const SYNC_INTERVAL = Duration.minutes(1)
 
 /**
  * The key-sync function (id `KeySync`, in `scope` itself: see PetstoreApi) that rebuilds the
- * stage's key mirror from API Gateway, every minute and on key and plan changes (ids
- * `KeySyncSchedule` and `KeySyncOnKeyChange`). It alone may read the management API.
+ * stage's key mirror from API Gateway: once during every deploy that changes it (custom resource
+ * `KeySyncOnDeploy`, so the mirror is never empty after a first deploy), every minute and on key
+ * and plan changes (rules `KeySyncSchedule` and `KeySyncOnKeyChange`). It alone may read the
+ * management API, and flush the stage's authorizer cache after a run that changed the mirror.
  */
 export const addKeySync = (
   scope: Construct,
   config: StageConfig,
   api: RestApi,
   keyMirrorTable: ITable,
+  usagePlans: readonly UsagePlan[],
 ): PetstoreFunction => {
   const { stage } = config
+  const stageName = api.deploymentStage.stageName
   const fn = new PetstoreFunction(scope, 'KeySync', {
     ...stageFunctionDefaults(config),
     entry: KEY_SYNC_ENTRY,
@@ -59,20 +65,40 @@ export const addKeySync = (
     description: `Petstore ${stage}: key mirror sync from API Gateway`,
     logGroupName: `/petstore/${stage}/key-sync`,
     // As long as the schedule's interval: a hung run ends before a second scheduled one queues.
+    // No reserved concurrency (a new account has none to spare): runs take a lease instead.
     timeout: Duration.seconds(60),
-    environment: { REST_API_ID: api.restApiId, API_STAGE: api.deploymentStage.stageName },
+    environment: { REST_API_ID: api.restApiId, API_STAGE: stageName },
   }).bindTable(keyMirrorTable, 'REBUILD', { envVar: 'KEY_MIRROR_TABLE_NAME' })
   // The next scheduled run is the retry: a failed run is not repeated, and an event that waited
-  // (the one instance was busy) longer than a minute is dropped, the schedule having covered it.
-  // 60 s is the shortest maximum event age Lambda allows.
+  // longer than a minute is dropped, the schedule having covered it. 60 s is the shortest maximum
+  // event age Lambda allows.
   fn.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: SYNC_INTERVAL })
 
+  // Its lease and guard state: single-item reads and writes of its own item, never of a key's.
+  fn.role.addToPrincipalPolicy(
+    new PolicyStatement({
+      actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+      resources: [keyMirrorTable.tableArn],
+      conditions: {
+        'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [KEY_MIRROR_TABLE.syncStateKey] },
+      },
+    }),
+  )
   fn.role.addToPrincipalPolicy(
     new PolicyStatement({
       actions: ['apigateway:GET'],
       resources: KEY_SYNC_READ_PATHS.map(
         (path) => `arn:${Aws.PARTITION}:apigateway:${Aws.REGION}::${path}`,
       ),
+    }),
+  )
+  // FlushStageAuthorizersCache of this stage, nothing else.
+  fn.role.addToPrincipalPolicy(
+    new PolicyStatement({
+      actions: ['apigateway:DELETE'],
+      resources: [
+        `arn:${Aws.PARTITION}:apigateway:${Aws.REGION}::/restapis/${api.restApiId}/stages/${stageName}/cache/authorizers`,
+      ],
     }),
   )
   Validations.of(fn).acknowledge({
@@ -96,5 +122,22 @@ export const addKeySync = (
     },
     targets: [target],
   })
+
+  // CloudFormation invokes the function itself and waits for its answer (functions/key-sync/
+  // cloudformation-response.ts): no provider function, no log group without retention. New
+  // properties (a new bundle, other plans) make every such deploy sync again.
+  const code = (fn.function.node.defaultChild as CfnFunction).code as CfnFunction.CodeProperty
+  const onDeploy = new CustomResource(scope, 'KeySyncOnDeploy', {
+    serviceToken: fn.function.functionArn,
+    resourceType: 'Custom::KeySync',
+    // A run lasts at most the function's 60 s, plus its wait for a run in progress.
+    serviceTimeout: Duration.minutes(3),
+    properties: {
+      Code: Stack.of(scope).resolve(code.s3Key),
+      UsagePlanIds: usagePlans.map((plan) => plan.usagePlanId),
+    },
+  })
+  // After the plans exist, the stage is live and the function may do what a sync does.
+  onDeploy.node.addDependency(api.deploymentStage, ...usagePlans, fn.role)
   return fn
 }

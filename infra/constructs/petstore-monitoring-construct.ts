@@ -50,16 +50,16 @@ export interface PetstoreMonitoringProps {
   functions: readonly MonitoredFunction[]
   /** The operations whose functions run the rate limiter (their `operation` dimension). */
   rateLimitedOperations: readonly string[]
-  /**
-   * The key sync, apart from `functions`: with a reserved concurrency of 1 its throttles are
-   * expected (an event arriving during a run waits), so they must not trip the throttle alarm.
-   */
+  /** The key sync, apart from `functions`: it is not on the request path. */
   keySyncFunction: IFunction
   tables: readonly MonitoredTable[]
   alarmEmail?: string
 }
 
 const ONE_MINUTE = Duration.minutes(1)
+
+/** Removed keys in 5 minutes that alarm: far above day-to-day revocations, far below a stage. */
+const KEYS_REMOVED_ALARM_THRESHOLD = 10
 const FIVE_MINUTES = Duration.minutes(5)
 
 /** Every DynamoDB operation a function is allowed to call (see TABLE_ACTIONS). */
@@ -186,13 +186,40 @@ export class PetstoreMonitoring extends Construct {
         evaluationPeriods: 1,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       }),
-      new Alarm(this, 'KeySyncErrorsAlarm', {
-        alarmDescription: `Petstore ${stage}: the key sync failed in each of the last 3 minutes. The authorizer keeps the last good key mirror: new keys are not accepted, and revoked or detached keys keep working. See /petstore/${stage}/key-sync.`,
-        metric: keySyncErrors,
+      new Alarm(this, 'KeySyncStaleAlarm', {
+        alarmDescription: `Petstore ${stage}: no key sync succeeded in the last 5 minutes (failing, or no longer running). The authorizer keeps the last good key mirror: new keys are not accepted, and revoked or detached keys keep working. See /petstore/${stage}/key-sync.`,
+        metric: keySyncMetric(KEY_SYNC_METRICS.succeeded),
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.LESS_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        // No data is the symptom: a schedule that stopped publishes nothing.
+        treatMissingData: TreatMissingData.BREACHING,
+      }),
+      new Alarm(this, 'KeySyncRemovalsHeldAlarm', {
+        alarmDescription: `Petstore ${stage}: the key sync withheld the removal of more than half of the stage's keys (a bad read of API Gateway, or a mass revocation). It applies once runs spanning 5 minutes agree; to apply it now, invoke the KeySyncFunctionName output with {"confirmRemovals": <count>} (the count is in the /petstore/${stage}/key-sync log).`,
+        metric: keySyncMetric(KEY_SYNC_METRICS.removalsHeld).with({
+          statistic: 'Maximum',
+          period: ONE_MINUTE,
+        }),
         threshold: 1,
         comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 3,
-        datapointsToAlarm: 3,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+      new Alarm(this, 'KeySyncKeysRemovedAlarm', {
+        alarmDescription: `Petstore ${stage}: the key sync removed ${KEYS_REMOVED_ALARM_THRESHOLD} or more keys from the mirror within 5 minutes: those keys now get 401. Check that the removal was intended.`,
+        metric: keySyncMetric(KEY_SYNC_METRICS.keysRemoved),
+        threshold: KEYS_REMOVED_ALARM_THRESHOLD,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+      new Alarm(this, 'KeySyncCacheFlushFailuresAlarm', {
+        alarmDescription: `Petstore ${stage}: the key sync could not flush the stage's authorizer cache after changing the mirror, so cached decisions may outlive a key change by up to the cache TTL. Each run retries.`,
+        metric: keySyncMetric(KEY_SYNC_METRICS.cacheFlushFailures),
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       }),
       new Alarm(this, 'KeySyncInvalidPlansAlarm', {
@@ -301,9 +328,12 @@ export class PetstoreMonitoring extends Construct {
         left: [
           keySyncErrors.with({ label: 'Lambda errors', period: FIVE_MINUTES }),
           ...[
+            KEY_SYNC_METRICS.succeeded,
             KEY_SYNC_METRICS.failures,
             KEY_SYNC_METRICS.invalidPlans,
             KEY_SYNC_METRICS.refusedKeys,
+            KEY_SYNC_METRICS.removalsHeld,
+            KEY_SYNC_METRICS.cacheFlushFailures,
           ].map((name) => keySyncMetric(name)),
         ],
         right: [

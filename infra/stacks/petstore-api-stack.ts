@@ -110,6 +110,11 @@ export class PetstoreApiStack extends Stack {
         value: this.petstoreApi.domain.domainNameAliasDomainName,
       })
     }
+    new CfnOutput(this, 'KeySyncFunctionName', {
+      description:
+        'Invoke with {"confirmRemovals": <count>} to confirm a removal the key sync holds',
+      value: keySyncFunction.function.functionName,
+    })
     new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn })
     new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName })
   }

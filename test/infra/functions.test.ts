@@ -193,6 +193,9 @@ describe('IAM: least privilege per function', () => {
               : undefined
       if (table && text.includes('Fn::ImportValue'))
         return index ? `${table}/index/${index}` : table
+      if (text.includes('/cache/authorizers')) {
+        return 'apigateway:/restapis/{this api}/stages/{this stage}/cache/authorizers'
+      }
       const apiPath = /:apigateway:",\{"Ref":"AWS::Region"\},"::(\/[^"]*)"/.exec(text)?.[1]
       if (apiPath) return `apigateway:${apiPath}`
       return text
@@ -204,14 +207,22 @@ describe('IAM: least privilege per function', () => {
       .flatMap(([, policy]) => {
         const statements = (
           propsOf(policy).PolicyDocument as {
-            Statement: { Effect: string; Action: string | string[]; Resource: unknown }[]
+            Statement: {
+              Effect: string
+              Action: string | string[]
+              Resource: unknown
+              Condition?: unknown
+            }[]
           }
         ).Statement
         return statements.flatMap((statement) => {
           expect(statement.Effect).toBe('Allow')
           const actions = [statement.Action].flat()
           const resources = [statement.Resource].flat()
-          return actions.flatMap((action) => resources.map((r) => `${action} on ${label(r)}`))
+          const condition = statement.Condition ? ` if ${JSON.stringify(statement.Condition)}` : ''
+          return actions.flatMap((action) =>
+            resources.map((r) => `${action} on ${label(r)}${condition}`),
+          )
         })
       })
       .sort()
@@ -274,9 +285,14 @@ describe('IAM: least privilege per function', () => {
         'apigateway:GET on apigateway:/apikeys',
         'apigateway:GET on apigateway:/usageplans',
         'apigateway:GET on apigateway:/usageplans/*/keys',
-        // KeyMirrorRepository.replaceAll: a keys-only Scan, then BatchWriteItem puts and deletes.
+        // FlushStageAuthorizersCache of its own stage, after a run that changed the mirror.
+        'apigateway:DELETE on apigateway:/restapis/{this api}/stages/{this stage}/cache/authorizers',
+        // KeyMirrorRepository.diff/apply: a Scan, then BatchWriteItem puts and deletes.
         'dynamodb:BatchWriteItem on key-mirror-table',
         'dynamodb:Scan on key-mirror-table',
+        // Its lease and state: single-item calls on its own item only, never on a key's.
+        'dynamodb:GetItem on key-mirror-table if {"ForAllValues:StringEquals":{"dynamodb:LeadingKeys":["#key-sync"]}}',
+        'dynamodb:UpdateItem on key-mirror-table if {"ForAllValues:StringEquals":{"dynamodb:LeadingKeys":["#key-sync"]}}',
       ].sort(),
     )
   })

@@ -1,7 +1,13 @@
 import type { Template } from 'aws-cdk-lib/assertions'
 import { describe, expect, it } from 'vitest'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
-import { appStage, functionByService, propsOf, resourcesOf } from './support/synth-app.ts'
+import {
+  appStage,
+  type CfnResource,
+  functionByService,
+  propsOf,
+  resourcesOf,
+} from './support/synth-app.ts'
 
 const STAGES = ['staging', 'production'] as const
 
@@ -67,5 +73,33 @@ describe.each(STAGES)('%s key sync triggers', (stage) => {
         FunctionName: { 'Fn::GetAtt': [syncId, 'Arn'] },
       })
     }
+  })
+
+  it('syncs once during the deploy, after the plans and the stage exist, answering within 3 minutes', () => {
+    const [[id, resource]] = resourcesOf(template, 'Custom::KeySync') as [
+      [string, CfnResource & { DependsOn?: string[] }],
+    ]
+    const [, sync] = functionByService(template, KEY_SYNC_OPERATION)
+    const planIds = resourcesOf(template, 'AWS::ApiGateway::UsagePlan').map(([planId]) => planId)
+    const [[stageId]] = resourcesOf(template, 'AWS::ApiGateway::Stage') as [[string, CfnResource]]
+    expect(id).toMatch(/^ApiKeySyncOnDeploy/)
+    expect(propsOf(resource)).toEqual({
+      // CloudFormation invokes the sync function itself: no provider function to log elsewhere.
+      ServiceToken: { 'Fn::GetAtt': [syncId, 'Arn'] },
+      ServiceTimeout: '180',
+      // A new bundle of the sync, or other plans, make the deploy sync again.
+      Code: (propsOf(sync).Code as { S3Key: string }).S3Key,
+      UsagePlanIds: planIds.map((planId) => ({ Ref: planId })),
+    })
+    expect(resource.DependsOn).toEqual(expect.arrayContaining([stageId, ...planIds]))
+    // Its grants are in place first: the run can read API Gateway and write the mirror.
+    expect(
+      resource.DependsOn?.some((dependency) => dependency.includes('KeySyncRoleDefaultPolicy')),
+    ).toBe(true)
+  })
+
+  it('names the sync function in an output, for confirming a held removal', () => {
+    const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>
+    expect(outputs.KeySyncFunctionName?.Value).toEqual({ Ref: syncId })
   })
 })

@@ -69,8 +69,12 @@ const metricNamesOf = (alarm: AlarmProps): string[] =>
           : [],
       )
 
+/** The stage alarm reading `metric` (the rollout gates, which carry a version, are not). */
 const findAlarm = (template: Template, metric: string): AlarmProps => {
-  const alarm = alarmsOf(template).find((candidate) => metricNamesOf(candidate).includes(metric))
+  const alarm = alarmsOf(template).find(
+    (candidate) =>
+      metricNamesOf(candidate).includes(metric) && !JSON.stringify(candidate).includes('Version'),
+  )
   expect(alarm, metric).toBeDefined()
   return alarm as AlarmProps
 }
@@ -106,24 +110,55 @@ describe('alarms', () => {
     const alarm = findAlarm(production, 'AWS/Lambda/Throttles')
     expect(metricNamesOf(alarm)).toHaveLength(ROUTES.length + 1)
     expect(alarm.Threshold).toBe(1)
-    // Not the key sync: with a reserved concurrency of 1, an event during a run is throttled.
+    // Not the key sync: it is off the request path, and a late run is what its own alarm sees.
     const [syncId] = functionByService(production, KEY_SYNC_OPERATION)
     expect(JSON.stringify(alarm.Metrics)).not.toContain(syncId)
   })
 
-  it('watches the key sync: its Lambda errors in 3 consecutive minutes', () => {
-    const alarm = findAlarm(production, 'AWS/Lambda/Errors')
-    const [syncId] = functionByService(production, KEY_SYNC_OPERATION)
+  const keySyncDimensions = [
+    { Name: 'service', Value: METRICS_SERVICE },
+    { Name: OPERATION_DIMENSION, Value: KEY_SYNC_OPERATION },
+  ]
+
+  it('alarms when no key sync succeeded for 5 minutes, missing data included', () => {
+    const alarm = findAlarm(production, `Petstore/production/${KEY_SYNC_METRICS.succeeded}`)
     expect(alarm).toMatchObject({
       Statistic: 'Sum',
+      Period: 300,
+      Threshold: 1,
+      ComparisonOperator: 'LessThanThreshold',
+      EvaluationPeriods: 1,
+      TreatMissingData: 'breaching',
+    })
+    expect(alarm.Dimensions).toEqual(expect.arrayContaining(keySyncDimensions))
+  })
+
+  it('alarms at once when the key sync holds a mass removal', () => {
+    const alarm = findAlarm(production, `Petstore/production/${KEY_SYNC_METRICS.removalsHeld}`)
+    expect(alarm).toMatchObject({
+      Statistic: 'Maximum',
       Period: 60,
       Threshold: 1,
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
-      EvaluationPeriods: 3,
-      DatapointsToAlarm: 3,
       TreatMissingData: 'notBreaching',
     })
-    expect(alarm.Dimensions).toEqual([{ Name: 'FunctionName', Value: { Ref: syncId } }])
+  })
+
+  it('alarms on 10 or more keys removed within 5 minutes, and on failed cache flushes', () => {
+    expect(
+      findAlarm(production, `Petstore/production/${KEY_SYNC_METRICS.keysRemoved}`),
+    ).toMatchObject({ Statistic: 'Sum', Period: 300, Threshold: 10 })
+    expect(
+      findAlarm(production, `Petstore/production/${KEY_SYNC_METRICS.cacheFlushFailures}`),
+    ).toMatchObject({ Statistic: 'Sum', Threshold: 1 })
+  })
+
+  it("no longer alarms on the key sync's Lambda Errors alone", () => {
+    const [syncId] = functionByService(production, KEY_SYNC_OPERATION)
+    const onSyncErrors = alarmsOf(production).filter(
+      (alarm) => alarm.MetricName === 'Errors' && JSON.stringify(alarm.Dimensions).includes(syncId),
+    )
+    expect(onSyncErrors).toEqual([])
   })
 
   it('watches usage plans refused for a missing or bad tag', () => {
@@ -180,8 +215,8 @@ describe('alarms', () => {
   it('notifies the stage topic on alarm and on recovery', () => {
     const [[topicId]] = resourcesOf(production, 'AWS::SNS::Topic') as [[string, CfnResource]]
     const alarms = alarmsOf(production)
-    // 11 stage alarms and, in production, the rollout gates: 2 per operation, 1 for the authorizer.
-    expect(alarms).toHaveLength(18)
+    // 14 stage alarms and, in production, the rollout gates: 2 per operation, 1 for the authorizer.
+    expect(alarms).toHaveLength(21)
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([{ Ref: topicId }])
       expect(alarm.OKActions).toEqual([{ Ref: topicId }])
