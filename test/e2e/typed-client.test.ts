@@ -1,33 +1,30 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Pet, petstoreClient } from '#openapi/petstore-client.ts'
-import { assertKeepsContract } from '#test/support/contract-validator.ts'
+import {
+  createPetstoreClient,
+  type Pet,
+  PetstoreApiError,
+  type PetstoreClient,
+} from '#openapi/petstore-client.ts'
+import { contractCheckingFetch } from '#test/support/contract-validator.ts'
 import { type InProcessServer, startInProcessServer } from '#test/support/local-server.ts'
 
-/** The example client from openapi/, generated types and openapi-fetch, against the local server. */
+/**
+ * The client in openapi/ (generated types, openapi-fetch) against the local server: its typed
+ * methods and the openapi-fetch client underneath, every answer checked against the contract.
+ */
 const KEY = 'e2e-enterprise-typed-0123456789a'
 
-/** The client's own fetch, with every answer checked against the OpenAPI document too. */
-const contractCheckingFetch: typeof fetch = async (input, init) => {
-  const request = new Request(input, init)
-  const response = await fetch(request)
-  const text = await response.clone().text()
-  assertKeepsContract({
-    method: request.method,
-    url: request.url,
-    status: response.status,
-    headers: response.headers,
-    text,
-  })
-  return response
-}
-
 let server: InProcessServer
-let client: ReturnType<typeof petstoreClient>
+let client: PetstoreClient
 
 beforeAll(async () => {
   server = await startInProcessServer({ PETSTORE_API_KEYS: `enterprise:${KEY}` })
-  client = petstoreClient(server.baseUrl, KEY, { fetch: contractCheckingFetch })
+  client = createPetstoreClient({
+    baseUrl: server.baseUrl,
+    apiKey: KEY,
+    fetch: contractCheckingFetch(),
+  })
 })
 afterAll(async () => {
   await server?.stop()
@@ -38,35 +35,39 @@ describe('typed client (openapi-typescript + openapi-fetch)', () => {
     const name = `typed-${randomUUID()}`
     const created: Pet[] = []
     for (let index = 0; index < 5; index += 1) {
-      const { data, response } = await client.createPet({ name, categoryId: index, status: 'sold' })
-      expect(response.status).toBe(201)
-      if (data) created.push(data)
+      created.push(await client.createPet({ name, categoryId: index, status: 'sold' }))
     }
-    expect(created).toHaveLength(5)
-
     const first = created[0] as Pet
-    const { data: fetched, response } = await client.getPet(first.id)
-    expect(fetched).toEqual(first)
-    expect(response.headers.get('Deprecation')).toMatch(/^@\d+$/)
+    expect(await client.getPet(first.id)).toEqual(first)
 
     const listed: Pet[] = []
-    for await (const pet of client.listAll('sold', 2)) if (pet.name === name) listed.push(pet)
+    for await (const pet of client.pets({ status: 'sold', limit: 2 })) {
+      if (pet.name === name) listed.push(pet)
+    }
     expect(listed.map((pet) => pet.id)).toEqual(created.map((pet) => pet.id))
   })
 
-  it('sends the Idempotency-Key header: a retry gets the same pet', async () => {
+  it('sends the Idempotency-Key header: a repeat gets the same pet, marked replayed', async () => {
     const pet = { name: `typed-${randomUUID()}`, categoryId: 1 }
-    const key = randomUUID()
-    const first = await client.createPet(pet, key)
-    const retry = await client.createPet(pet, key)
-    expect(retry.data?.id).toBe(first.data?.id)
-    expect(retry.response.headers.get('Idempotent-Replayed')).toBe('true')
+    const idempotencyKey = randomUUID()
+    const first = await client.createPet(pet, { idempotencyKey })
+    const repeat = await client.raw.POST('/pets', {
+      body: pet,
+      params: { header: { 'Idempotency-Key': idempotencyKey } },
+    })
+    expect(repeat.data?.id).toBe(first.id)
+    expect(repeat.response.headers.get('Idempotent-Replayed')).toBe('true')
   })
 
-  it('types the Error body of a failure', async () => {
-    const { data, error, response } = await client.getPet(987_654_321)
+  it('types the Error body of a failure, raw and as a thrown PetstoreApiError', async () => {
+    const { data, error, response } = await client.raw.GET('/pets/{petId}', {
+      params: { path: { petId: 987_654_321 } },
+    })
     expect(data).toBeUndefined()
     expect(response.status).toBe(404)
     expect(error).toMatchObject({ code: 'pet_not_found', status: 404 })
+    expect(response.headers.get('Deprecation')).toMatch(/^@\d+$/)
+
+    await expect(client.getPet(987_654_321)).rejects.toBeInstanceOf(PetstoreApiError)
   })
 })

@@ -167,3 +167,15 @@ export const assertKeepsContract = (response: ObservedResponse): void => {
     )
   }
 }
+
+/** A fetch that checks every answer against the OpenAPI document before handing it on. */
+export const contractCheckingFetch =
+  (inner: (request: Request) => Promise<Response> = (request) => fetch(request)) =>
+  async (request: Request): Promise<Response> => {
+    const method = request.method
+    const url = request.url
+    const response = await inner(request)
+    const text = await response.clone().text()
+    assertKeepsContract({ method, url, status: response.status, headers: response.headers, text })
+    return response
+  }
