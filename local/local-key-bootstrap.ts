@@ -26,7 +26,7 @@ export interface LocalKeySources {
 }
 
 /**
- * Keys to accept; creates one per plan when none exist anywhere (decisions.md). A key file that
+ * Keys to accept; creates one per plan when none exist anywhere. A key file that
  * cannot be used throws LocalKeyFileError: the server does not start on it.
  */
 export const bootstrapLocalKeys = async ({
