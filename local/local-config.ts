@@ -30,6 +30,10 @@ export class LocalConfigError extends Error {
   override name = 'LocalConfigError'
 }
 
+/** What a local key must look like (isWellFormedApiKey), for messages that cannot show the key. */
+export const API_KEY_FORMAT =
+  '20 to 128 characters of A-Z a-z 0-9 - . _ ~ + /, then at most two = of padding (128 characters in all)'
+
 const parsePort = (text: string): number => {
   if (!/^\d+$/.test(text) || Number(text) > 65535) {
     throw new LocalConfigError(`PORT must be a port number from 0 to 65535, got "${text}"`)
@@ -54,7 +58,7 @@ const parseApiKeys = (text: string): LocalConfig['apiKeys'] =>
       }
       if (!isWellFormedApiKey(key)) {
         throw new LocalConfigError(
-          `PETSTORE_API_KEYS: the ${plan} key (entry ${index + 1}) must be 20 to 128 characters of A-Z a-z 0-9 - . _ ~ + /, then at most two = of padding (128 characters in all)`,
+          `PETSTORE_API_KEYS: the ${plan} key (entry ${index + 1}) must be ${API_KEY_FORMAT}`,
         )
       }
       return { plan, key }

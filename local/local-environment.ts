@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { link, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { CLIENT_LIMITS_VARIABLE, IN_PROCESS } from '#shared/data/dynamo-client.ts'
 import { IN_MEMORY } from './embedded-dynamo.ts'
 /** The tables `npm start` creates in its DynamoDB (docs/local-server.md names them). */
 export const LOCAL_TABLES = {
@@ -34,6 +35,8 @@ export const localFunctionEnvironment = (
     DYNAMODB_ENDPOINT: endpoint,
     AWS_REGION: current.AWS_REGION ?? 'us-east-1',
   }
+  // The embedded DynamoDB runs in this process: time limits for that, not for a network.
+  if (embedded) env[CLIENT_LIMITS_VARIABLE] = IN_PROCESS
   if (embedded || !current.AWS_ACCESS_KEY_ID) {
     // The embedded DynamoDB accepts any credentials; the SDK insists on having some.
     env.AWS_ACCESS_KEY_ID = current.AWS_ACCESS_KEY_ID ?? 'local'

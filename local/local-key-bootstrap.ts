@@ -25,7 +25,10 @@ export interface LocalKeySources {
   enterpriseLimits: PlanLimits
 }
 
-/** Keys to accept; creates one per plan when none exist anywhere (docs/local-server.md). */
+/**
+ * Keys to accept; creates one per plan when none exist anywhere (docs/local-server.md). A key
+ * file that cannot be used throws LocalKeyFileError: the server does not start on it.
+ */
 export const bootstrapLocalKeys = async ({
   dataDir,
   apiKeys,
@@ -44,7 +47,7 @@ export const bootstrapLocalKeys = async ({
     envKeys: apiKeys,
     keyFile,
     enterpriseLimits,
-    ...(keyFile ? {} : { memoryKeys: created }),
+    ...(keyFile ? { fileKeys: [...fileKeys, ...created] } : { memoryKeys: created }),
   })
   return { store, keyFile, created, activeFileKeys }
 }

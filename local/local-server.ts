@@ -131,6 +131,8 @@ export const startLocal = async (
   }
   let embedded: EmbeddedDynamo | undefined
   if (config.dataDir !== IN_MEMORY) await mkdir(config.dataDir, { recursive: true })
+  // First, so an unusable key file stops the start before anything runs.
+  const keys = await bootstrapLocalKeys(config)
   if (!config.dynamoEndpoint) embedded = await startEmbeddedDynamo(config.dataDir)
   const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
   Object.assign(
@@ -148,7 +150,6 @@ export const startLocal = async (
   await ensureTable(admin, idempotencyTableDefinition(LOCAL_TABLES.idempotency))
   admin.destroy()
 
-  const keys = await bootstrapLocalKeys(config)
   const handlers = await loadHandlers()
   functionsEndpoint = endpoint
   const { createAuthorizerHandler } = await import('#functions/authorizer/authorizer-handler.ts')

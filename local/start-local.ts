@@ -7,7 +7,7 @@ import { type LocalServer, startLocal } from './local-server.ts'
 /**
  * `npm start`: reads the local mode contract from the environment, starts the local server,
  * prints the banner and stops cleanly on SIGINT/SIGTERM. Exit codes: 2 for a malformed
- * variable, 1 for a port that cannot be bound or any other start-up failure.
+ * variable or key file, 1 for a port that cannot be bound or any other start-up failure.
  */
 const readConfigOrExit = (): LocalConfig => {
   try {
@@ -25,6 +25,11 @@ const startOrExit = async (config: LocalConfig): Promise<LocalServer> => {
   try {
     return await startLocal(config)
   } catch (error) {
+    // An unusable key file is a malformed setting too.
+    if (error instanceof LocalConfigError) {
+      process.stderr.write(`petstore: ${error.message}\n`)
+      process.exit(2)
+    }
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
       process.stderr.write(

@@ -35,6 +35,35 @@ export const DYNAMO_CLIENT_LIMITS: DynamoClientLimits = {
   maxBackoffMs: 1_000,
 }
 
+/**
+ * Local only: the functions of `npm start` share one process with its embedded DynamoDB and with
+ * every request in flight (on Lambda an instance serves one request at a time). A burst queues
+ * behind that one event loop for seconds, never behind a network, so the AWS limits above would
+ * fail healthy calls (200 pipelined requests: 199 answered 503, the limiter admitting uncounted).
+ * A call gets what the local function timeout (10 s, a 503 at 9.5 s) leaves; the function's
+ * deadline, not the SDK, ends one that really hangs.
+ */
+export const IN_PROCESS_CLIENT_LIMITS: DynamoClientLimits = {
+  connectionTimeoutMs: 5_000,
+  requestTimeoutMs: 9_000,
+  maxAttempts: 2,
+  maxBackoffMs: 1_000,
+}
+
+/** Set by the local server alone; the stacks never pass it, so deployed functions keep the AWS limits. */
+export const CLIENT_LIMITS_VARIABLE = 'DYNAMODB_CLIENT_LIMITS'
+export const IN_PROCESS = 'in-process'
+
+/** The limits the environment asks for; an unknown value fails the cold start, not a request. */
+export const dynamoClientLimitsFromEnv = (
+  env: NodeJS.ProcessEnv = process.env,
+): DynamoClientLimits => {
+  const name = env[CLIENT_LIMITS_VARIABLE]
+  if (name === undefined || name === '') return DYNAMO_CLIENT_LIMITS
+  if (name === IN_PROCESS) return IN_PROCESS_CLIENT_LIMITS
+  throw new Error(`${CLIENT_LIMITS_VARIABLE} must be "${IN_PROCESS}" or unset, got "${name}"`)
+}
+
 /** The longest one DynamoDB call can take with these limits (the arithmetic above). */
 export const worstCaseCallMs = (limits: DynamoClientLimits = DYNAMO_CLIENT_LIMITS) =>
   limits.maxAttempts * Math.max(limits.connectionTimeoutMs, limits.requestTimeoutMs) +
@@ -55,7 +84,7 @@ export const createDocumentClient = (
 
 export const dynamoConfigFromEnv = (
   env: NodeJS.ProcessEnv = process.env,
-  limits: DynamoClientLimits = DYNAMO_CLIENT_LIMITS,
+  limits: DynamoClientLimits = dynamoClientLimitsFromEnv(env),
 ): DynamoDBClientConfig => {
   const endpoint = env.DYNAMODB_ENDPOINT
   return {

@@ -85,3 +85,40 @@ export const rawExchange = (
     })
     socket.write(request)
   })
+
+/**
+ * Writes requests back to back on one connection (HTTP/1.1 pipelining) in a single write, and
+ * reads until `count` final responses are whole or the server closes: the answers in order.
+ */
+export const rawPipeline = (
+  base: URL,
+  requests: string[],
+  { timeoutMs = 25_000 }: { timeoutMs?: number } = {},
+): Promise<Omit<RawAnswer, 'text'>[]> =>
+  new Promise((resolve, reject) => {
+    const socket = connect(Number(base.port), base.hostname)
+    let received = ''
+    const answers: Omit<RawAnswer, 'text'>[] = []
+    const finish = () => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve(answers)
+    }
+    const timer = setTimeout(finish, timeoutMs)
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk: string) => {
+      received += chunk
+      for (let response = firstResponse(received); response; response = firstResponse(received)) {
+        received = response.rest
+        if (response.status < 200) continue
+        answers.push({ status: response.status, headers: response.headers, body: response.body })
+      }
+      if (answers.length >= requests.length) finish()
+    })
+    socket.on('close', finish)
+    socket.on('error', (error) => {
+      clearTimeout(timer)
+      reject(error)
+    })
+    socket.write(requests.join(''))
+  })

@@ -1,8 +1,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { localFunctionEnvironment } from '#local/local-environment.ts'
 import {
+  CLIENT_LIMITS_VARIABLE,
   createDocumentClient,
   DYNAMO_CLIENT_LIMITS,
   dynamoConfigFromEnv,
+  IN_PROCESS_CLIENT_LIMITS,
   worstCaseCallMs,
 } from '#shared/data/dynamo-client.ts'
 
@@ -72,4 +75,31 @@ describe('DynamoDB client limits', () => {
       client.destroy()
     },
   )
+})
+
+describe('DynamoDB client limits of the local server', () => {
+  const local = { endpoint: 'http://127.0.0.1:8000', cursorSecret: 'c'.repeat(64) }
+
+  it('gives the functions in-process limits with the embedded DynamoDB, the AWS limits otherwise', () => {
+    const embedded = localFunctionEnvironment({ ...local, embedded: true }, {})
+    expect(dynamoConfigFromEnv(embedded)).toMatchObject({
+      maxAttempts: IN_PROCESS_CLIENT_LIMITS.maxAttempts,
+      requestHandler: {
+        connectionTimeout: IN_PROCESS_CLIENT_LIMITS.connectionTimeoutMs,
+        requestTimeout: IN_PROCESS_CLIENT_LIMITS.requestTimeoutMs,
+      },
+    })
+    // DynamoDB Local or AWS behind DYNAMODB_ENDPOINT is a network service that can stall.
+    const external = localFunctionEnvironment({ ...local, embedded: false }, {})
+    expect(external).not.toHaveProperty(CLIENT_LIMITS_VARIABLE)
+    expect(dynamoConfigFromEnv(external)).toMatchObject({
+      requestHandler: { requestTimeout: DYNAMO_CLIENT_LIMITS.requestTimeoutMs },
+    })
+  })
+
+  it('fails the cold start on a value it does not know', () => {
+    expect(() => dynamoConfigFromEnv({ [CLIENT_LIMITS_VARIABLE]: 'fast' })).toThrow(
+      `${CLIENT_LIMITS_VARIABLE} must be "in-process" or unset, got "fast"`,
+    )
+  })
 })
