@@ -28,7 +28,8 @@ export const toAuthorization = (result: APIGatewayAuthorizerResult): Authorizati
  * source (the Authorization header), and an answer is reused for the TTL (AWS docs, "Configure a
  * Lambda authorizer": default 300 s, at most 3600 s, 0 turns caching off). Both allows and
  * denials are cached, so a key revoked or created meanwhile shows only after the TTL. Entries are
- * keyed by a SHA-256 of the header and hold no key in clear. Expired entries are swept at most
+ * keyed by a SHA-256 of the header and hold no key in clear; clear() is the stage's cache flush.
+ * Expired entries are swept at most
  * once per TTL, so a stream of distinct tokens cannot grow the map without bound.
  */
 export class AuthorizerCache {
@@ -57,6 +58,14 @@ export class AuthorizerCache {
       this.#nextSweepAtMs = now + this.#ttlMs
     }
     this.#entries.set(secretDigest(header), { answer, expiresAtMs: now + this.#ttlMs })
+  }
+
+  /**
+   * Drops every answer, as FlushStageAuthorizersCache does on AWS: the key sync flushes after a
+   * change to the keys, so a new or revoked key takes effect with no TTL on top.
+   */
+  clear(): void {
+    this.#entries.clear()
   }
 
   /** Entries held, expired or not (tests check the sweep). */

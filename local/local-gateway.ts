@@ -55,6 +55,8 @@ export interface LocalGatewayOptions {
   clock?: Clock
   /** Authorizer result cache TTL in seconds, as the stage's authorizer has it; 0 = off. */
   authorizerCacheTtlSeconds?: number
+  /** The cache itself, when its owner flushes it on key changes (else one of the gateway's own). */
+  authorizerCache?: AuthorizerCache
   /** The usage-plan backstop of a key's limits (default: the one the CDK deploys). */
   backstopFor?: BackstopFor
   /**
@@ -294,6 +296,7 @@ export const createLocalGateway = ({
   onError = () => undefined,
   clock = systemClock,
   authorizerCacheTtlSeconds = 0,
+  authorizerCache,
   backstopFor,
   baseHost = () => undefined,
   failedAuthLimit,
@@ -302,7 +305,8 @@ export const createLocalGateway = ({
     clock,
     ...(failedAuthLimit !== undefined ? { limit: failedAuthLimit } : {}),
   })
-  const cache = new AuthorizerCache({ ttlSeconds: authorizerCacheTtlSeconds, clock })
+  const cache =
+    authorizerCache ?? new AuthorizerCache({ ttlSeconds: authorizerCacheTtlSeconds, clock })
   const usagePlans = new UsagePlanThrottle({ clock, ...(backstopFor ? { backstopFor } : {}) })
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const requestId = randomUUID()

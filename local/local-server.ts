@@ -1,3 +1,4 @@
+import { unwatchFile, watchFile } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -12,7 +13,8 @@ import {
   petTableDefinition,
   rateLimitTableDefinition,
 } from '#shared/data/table-schema.ts'
-import type { Clock } from '#shared/time/clock.ts'
+import { type Clock, systemClock } from '#shared/time/clock.ts'
+import { AuthorizerCache } from './authorizer-cache.ts'
 import {
   type EmbeddedDynamo,
   ensureTable,
@@ -23,6 +25,7 @@ import type { LocalConfig } from './local-config.ts'
 import { LOCAL_TABLES, localCursorSecret, localFunctionEnvironment } from './local-environment.ts'
 import { createLocalGateway, type ProxyHandler, refuseTunnel } from './local-gateway.ts'
 import { bootstrapLocalKeys, type LocalKeys } from './local-key-bootstrap.ts'
+import { keyFilePath } from './local-key-store.ts'
 import type { BackstopFor } from './usage-plan-throttle.ts'
 
 /**
@@ -94,6 +97,9 @@ export const MAX_HEADER_BYTES = 10_240
 /** How long a stop waits for requests in flight before it closes their connections. */
 export const SHUTDOWN_GRACE_MS = 3_000
 
+/** How often the key file is checked for changes (`npm run keys` in another process). */
+const KEY_FILE_POLL_MS = 100
+
 /**
  * Requests Node refuses before the gateway sees them (headers over the limit, malformed HTTP)
  * still get the API's Error body, not Node's bare status line.
@@ -156,11 +162,22 @@ export const startLocal = async (
   const { logger } = await import('#shared/observability/logger.ts')
 
   let baseHost: string | undefined
+  const authorizerCache = new AuthorizerCache({
+    ttlSeconds: config.authorizerCacheTtlSeconds,
+    clock: options.clock ?? systemClock,
+  })
+  // A key change flushes the authorizer cache, as the key sync does on AWS after a change.
+  const keyFile = config.dataDir === IN_MEMORY ? undefined : keyFilePath(config.dataDir)
+  if (keyFile) {
+    watchFile(keyFile, { interval: KEY_FILE_POLL_MS, persistent: false }, () =>
+      authorizerCache.clear(),
+    )
+  }
   const gateway = createLocalGateway({
     handlers,
     authorizer: createAuthorizerHandler({ keyStore: keys.store, logger }),
     onError: (message, error) => logger.error(message, { error }),
-    authorizerCacheTtlSeconds: config.authorizerCacheTtlSeconds,
+    authorizerCache,
     ...(options.backstopFor ? { backstopFor: options.backstopFor } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.failedAuthLimit ? { failedAuthLimit: options.failedAuthLimit } : {}),
@@ -185,6 +202,7 @@ export const startLocal = async (
   try {
     address = await listen(server, config)
   } catch (error) {
+    if (keyFile) unwatchFile(keyFile)
     await embedded?.close()
     throw error
   }
@@ -207,6 +225,7 @@ export const startLocal = async (
       clearInterval(sweep)
       clearTimeout(cutOff)
     })
+    if (keyFile) unwatchFile(keyFile)
     await embedded?.close()
   }
   return { baseUrl, keys, endpoint, embedded: embedded !== undefined, stop }

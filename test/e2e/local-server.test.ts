@@ -211,10 +211,15 @@ describe.concurrent('local server', () => {
     }
   })
 
-  it('manages keys with `npm run keys` while the server runs', async () => {
+  it('manages keys with `npm run keys` while the server runs, flushing cached answers', async () => {
     const dataDir = await tempDir()
-    // The key CLI is what runs as a process here; the server it talks to runs in this one.
-    const server = await startInProcessServer({ PETSTORE_DATA_DIR: dataDir, PETSTORE_API_KEYS: '' })
+    // The key CLI is what runs as a process here; the server it talks to runs in this one. With
+    // production's cache TTL: only the flush on a key change makes a revocation apply at once.
+    const server = await startInProcessServer({
+      PETSTORE_DATA_DIR: dataDir,
+      PETSTORE_API_KEYS: '',
+      PETSTORE_AUTHORIZER_CACHE_TTL: '300',
+    })
     try {
       const created = await keysCli(dataDir, 'create', '--plan', 'business')
       expect(created.code).toBe(0)
@@ -225,7 +230,13 @@ describe.concurrent('local server', () => {
       const listed = await keysCli(dataDir, 'list')
       expect(listed.stdout).toContain(key)
       expect((await keysCli(dataDir, 'revoke', key)).code).toBe(0)
-      expect((await api.get('/pets')).status).toBe(401)
+      // The cached Allow is dropped within a second (the key file is watched every 100 ms).
+      const revokedAt = Date.now()
+      let status = 200
+      while (status !== 401 && Date.now() - revokedAt < 1_000) {
+        status = (await api.get('/pets')).status
+      }
+      expect(status).toBe(401)
       expect((await keysCli(dataDir, 'create', '--plan', 'gold')).code).toBe(2)
     } finally {
       await server.stop()
