@@ -57,8 +57,8 @@ export const addOperationFunctions = (
     if (route.operationId === 'createPet') {
       fn.bindTable(idempotencyTable, 'RW', { envVar: 'IDEMPOTENCY_TABLE_NAME' })
     }
-    // Every operation is rate limited: counters are read and updated item by item.
-    fn.bindTable(rateLimitTable, 'RW', { envVar: 'RATE_LIMIT_TABLE_NAME' })
+    // Every operation is rate limited: counters are read and updated item by item, never put.
+    fn.bindTable(rateLimitTable, 'COUNT', { envVar: 'RATE_LIMIT_TABLE_NAME' })
     return [route.operationId, fn] as const
   })
   return Object.fromEntries(entries) as Record<OperationId, PetstoreFunction>

@@ -27,11 +27,12 @@ export const FUNCTION_RUNTIME = Runtime.NODEJS_24_X
  * LOOKUP: single-item reads by key (getPet on pets, the authorizer on the key mirror).
  * LIST: a scan of the table and queries of the named indexes only (listPets).
  * APPEND: puts and updates, no reads (createPet on pets: the pet, the id counter).
- * RW: single-item reads and writes, no scans (the rate limiter, the idempotency records).
+ * COUNT: single-item reads and updates, no puts or scans (the rate limiter's counters).
+ * RW: single-item reads and writes, no scans (the idempotency records).
  * REBUILD: a keys-only scan and batch puts and deletes, no single-item calls (the key sync on the
  * key mirror; BatchWriteItem is authorized as itself, not as PutItem or DeleteItem).
  */
-export type TableAccess = 'LOOKUP' | 'LIST' | 'APPEND' | 'RW' | 'REBUILD'
+export type TableAccess = 'LOOKUP' | 'LIST' | 'APPEND' | 'COUNT' | 'RW' | 'REBUILD'
 
 /** Each level's statements: actions on the table itself, or on the named indexes. */
 const TABLE_GRANTS: Record<TableAccess, readonly { on: 'table' | 'indexes'; actions: string[] }[]> =
@@ -42,6 +43,7 @@ const TABLE_GRANTS: Record<TableAccess, readonly { on: 'table' | 'indexes'; acti
       { on: 'indexes', actions: ['dynamodb:Query'] },
     ],
     APPEND: [{ on: 'table', actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] }],
+    COUNT: [{ on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] }],
     RW: [{ on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'] }],
     REBUILD: [{ on: 'table', actions: ['dynamodb:Scan', 'dynamodb:BatchWriteItem'] }],
   }

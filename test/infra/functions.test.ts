@@ -234,9 +234,9 @@ describe('IAM: least privilege per function', () => {
     'xray:PutTelemetryRecords on *',
     'xray:PutTraceSegments on *',
   ]
+  // The limiter reads and updates its counters; it never puts an item (it had PutItem, unused).
   const RATE_LIMITER = [
     'dynamodb:GetItem on rate-limit-table',
-    'dynamodb:PutItem on rate-limit-table',
     'dynamodb:UpdateItem on rate-limit-table',
   ]
   const index = PET_TABLE.statusIndex.name
