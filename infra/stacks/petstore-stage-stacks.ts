@@ -5,6 +5,7 @@ import {
   type StageConfig,
   selectedStages,
 } from '#infra/config/stage-config.ts'
+import { stageTags } from '#infra/config/usage-plans-config.ts'
 import { PetstoreApiStack } from './petstore-api-stack.ts'
 import { PetstoreDataStack } from './petstore-data-stack.ts'
 
@@ -44,8 +45,8 @@ export const addStageStacks = (app: App, config: StageConfig): StageStacks => {
     keyMirrorTable: data.keyMirrorTable,
   })
   for (const stack of [data, api]) {
-    Tags.of(stack).add('project', 'petstore')
-    Tags.of(stack).add('petstore:stage', config.stage)
+    for (const [key, value] of Object.entries(stageTags(config.stage)))
+      Tags.of(stack).add(key, value)
   }
   return { config, data, api }
 }
