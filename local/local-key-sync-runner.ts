@@ -78,7 +78,7 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
   // held by no one, and would otherwise keep keys out of the mirror for its 90 s.
   await state.breakLease()
   const handler = createKeySyncHandler({
-    source: new ApiGatewayKeySource({ client, restApiId: apiId, stage }),
+    source: new ApiGatewayKeySource({ client, restApiId: apiId, stage, clock: options.clock }),
     mirror: new KeyMirrorRepository({
       client: options.documentClient,
       tableName: options.tableName,
