@@ -1,4 +1,5 @@
 import { type App, Tags } from 'aws-cdk-lib'
+import { stackName } from '#infra/config/stack-names-config.ts'
 import {
   type ContextReader,
   readStageConfig,
@@ -14,10 +15,6 @@ export interface StageStacks {
   data: PetstoreDataStack
   api: PetstoreApiStack
 }
-
-/** Stack names, e.g. `petstore-production-data`: what `cdk deploy` and the console show. */
-export const stackName = (stage: string, part: 'data' | 'api'): string =>
-  `petstore-${stage}-${part}`
 
 /** One stage's stack set: data, then the API that reads it. */
 export const addStageStacks = (app: App, config: StageConfig): StageStacks => {
