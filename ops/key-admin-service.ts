@@ -319,7 +319,20 @@ export class KeyAdmin {
   ): Promise<void> {
     const deadline = this.#clock() + this.#mirrorWaitMs
     for (;;) {
-      const result: KeySyncResult = await this.#sync.run()
+      let result: KeySyncResult
+      try {
+        result = await this.#sync.run()
+      } catch (error) {
+        // A listing read moments after the change may not show it yet (the sync then refuses the
+        // inconsistent read): the change is made, so a later run is the retry.
+        if (this.#clock() >= deadline) {
+          throw new KeyAdminError(
+            `The change is made in API Gateway, but the key sync failed (${(error as Error).message}); the scheduled sync retries every minute: see the key-sync log`,
+          )
+        }
+        await this.#sleep(2_000)
+        continue
+      }
       if (result.skipped === false) {
         // Reads of the mirror may lag its writes a moment (eventually consistent GetItem).
         for (let read = 0; read < 3; read += 1) {

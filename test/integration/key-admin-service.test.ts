@@ -303,6 +303,27 @@ describe('waiting for the mirror', () => {
     expect(sleeps).toEqual([2_000])
   })
 
+  it('runs the sync again after a failed run, and says so when runs keep failing', async () => {
+    const read = sync.run.bind(sync)
+    let failures = 1
+    sync.run = async () => {
+      if (failures > 0) {
+        failures -= 1
+        throw new Error('Inconsistent read of API Gateway')
+      }
+      return read()
+    }
+    const key = await adminWith().createKey({ selector: { plan: 'free' }, name: 'eventually' })
+    expect(sync.mirror.has(hashApiKey(key.value))).toBe(true)
+    expect(sleeps).toEqual([2_000])
+
+    failures = Number.POSITIVE_INFINITY
+    await expect(adminWith().revoke(key.id)).rejects.toThrow(
+      'The change is made in API Gateway, but the key sync failed (Inconsistent read of API Gateway)',
+    )
+    expect(store.apiKeys().some((candidate) => candidate.id === key.id)).toBe(false)
+  })
+
   it('says when the sync holds back a mass removal, and when the mirror never shows the change', async () => {
     const admin = adminWith()
     const key = await admin.createKey({ selector: { plan: 'free' }, name: 'held' })
