@@ -18,7 +18,7 @@ import {
 } from '#functions/pet-function-dependencies.ts'
 import { ensureTable, IN_MEMORY, startEmbeddedDynamo } from '#local/embedded-dynamo.ts'
 import { createLocalGateway, type ProxyHandler } from '#local/local-gateway.ts'
-import { LocalKeyStore } from '#local/local-key-store.ts'
+import type { KeyStore } from '#shared/auth/key-store.ts'
 import {
   idempotencyTableDefinition,
   petTableDefinition,
@@ -67,12 +67,13 @@ const serve = async (withLimiter: boolean) => {
     ) as unknown as ProxyHandler,
     getPet: createGetPetHandler(deps('getPet')) as unknown as ProxyHandler,
   }
-  const keyStore = new LocalKeyStore({
-    envKeys: [{ plan: 'enterprise', key: KEY }],
-    keyFile: undefined,
-    // High enough that the benchmark never hits a limit: every request takes the admitted path.
-    enterpriseLimits: { perMinute: 1_000_000, perDay: 10_000_000 },
-  })
+  // One key with limits the benchmark never reaches: every request takes the admitted path.
+  const keyStore: KeyStore = {
+    lookup: async (key) =>
+      key === KEY
+        ? { id: 'bench', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 10_000_000 } }
+        : undefined,
+  }
   const server = createServer(
     createLocalGateway({ handlers, authorizer: createAuthorizerHandler({ keyStore, logger }) }),
   )

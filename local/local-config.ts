@@ -34,6 +34,9 @@ export class LocalConfigError extends Error {
 export const API_KEY_FORMAT =
   '20 to 128 characters of A-Z a-z 0-9 - . _ ~ + /, then at most two = of padding (128 characters in all)'
 
+/** Where `npm start` listens unless PORT says otherwise (the keys CLI looks there too). */
+export const DEFAULT_PORT = 3000
+
 const parsePort = (text: string): number => {
   if (!/^\d+$/.test(text) || Number(text) > 65535) {
     throw new LocalConfigError(`PORT must be a port number from 0 to 65535, got "${text}"`)
@@ -88,7 +91,7 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
     )
   }
   return {
-    port: parsePort(env.PORT?.trim() || '3000'),
+    port: parsePort(env.PORT?.trim() || String(DEFAULT_PORT)),
     host,
     dataDir: env.PETSTORE_DATA_DIR?.trim() || '.petstore',
     apiKeys: parseApiKeys(env.PETSTORE_API_KEYS ?? ''),

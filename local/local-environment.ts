@@ -8,6 +8,7 @@ export const LOCAL_TABLES = {
   pets: 'petstore-local-pets',
   rateLimits: 'petstore-local-rate-limits',
   idempotency: 'petstore-local-idempotency',
+  keyMirror: 'petstore-local-key-mirror',
 }
 
 export interface LocalEnvironmentOptions {
@@ -31,6 +32,7 @@ export const localFunctionEnvironment = (
     TABLE_NAME: LOCAL_TABLES.pets,
     RATE_LIMIT_TABLE_NAME: LOCAL_TABLES.rateLimits,
     IDEMPOTENCY_TABLE_NAME: LOCAL_TABLES.idempotency,
+    KEY_MIRROR_TABLE_NAME: LOCAL_TABLES.keyMirror,
     CURSOR_SECRET: cursorSecret,
     DYNAMODB_ENDPOINT: endpoint,
     AWS_REGION: current.AWS_REGION ?? 'us-east-1',

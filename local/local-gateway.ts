@@ -59,6 +59,8 @@ export interface LocalGatewayOptions {
   authorizerCache?: AuthorizerCache
   /** The usage-plan backstop of a key's limits (default: the one the CDK deploys). */
   backstopFor?: BackstopFor
+  /** The backstop itself, when its owner reads its counts (else one of the gateway's own). */
+  usagePlanThrottle?: UsagePlanThrottle
   /**
    * `host:port` of the configured base address, known once the server listens. Functions build
    * `Location` and `Link` from the Host header the gateway hands them: this one, never the
@@ -298,6 +300,7 @@ export const createLocalGateway = ({
   authorizerCacheTtlSeconds = 0,
   authorizerCache,
   backstopFor,
+  usagePlanThrottle,
   baseHost = () => undefined,
   failedAuthLimit,
 }: LocalGatewayOptions): RequestListener => {
@@ -307,7 +310,8 @@ export const createLocalGateway = ({
   })
   const cache =
     authorizerCache ?? new AuthorizerCache({ ttlSeconds: authorizerCacheTtlSeconds, clock })
-  const usagePlans = new UsagePlanThrottle({ clock, ...(backstopFor ? { backstopFor } : {}) })
+  const usagePlans =
+    usagePlanThrottle ?? new UsagePlanThrottle({ clock, ...(backstopFor ? { backstopFor } : {}) })
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const requestId = randomUUID()
     const answer = (error: HttpError) => send(res, errorResponse(error, requestId), requestId)

@@ -1,4 +1,3 @@
-import { unwatchFile, watchFile } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -6,15 +5,26 @@ import { dirname, join, resolve } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
-import { functionEntry } from '#functions/function-entries.ts'
+import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
+import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
 import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
+import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
+import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import {
   idempotencyTableDefinition,
+  keyMirrorTableDefinition,
   petTableDefinition,
   rateLimitTableDefinition,
 } from '#shared/data/table-schema.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { AuthorizerCache } from './authorizer-cache.ts'
+import { bootstrapControlPlane, type LocalKeys, localOutputs } from './control-plane-bootstrap.ts'
+import {
+  createControlPlaneHandler,
+  MANAGEMENT_API_PATH,
+  withControlPaths,
+} from './control-plane-handler.ts'
+import { ControlPlaneStore } from './control-plane-store.ts'
 import {
   type EmbeddedDynamo,
   ensureTable,
@@ -23,10 +33,19 @@ import {
 } from './embedded-dynamo.ts'
 import type { LocalConfig } from './local-config.ts'
 import { LOCAL_TABLES, localCursorSecret, localFunctionEnvironment } from './local-environment.ts'
-import { createLocalGateway, type ProxyHandler, refuseTunnel } from './local-gateway.ts'
-import { bootstrapLocalKeys, type LocalKeys } from './local-key-bootstrap.ts'
-import { keyFilePath } from './local-key-store.ts'
-import type { BackstopFor } from './usage-plan-throttle.ts'
+import {
+  createLocalGateway,
+  type ProxyHandler,
+  refuseTunnel,
+  type TokenAuthorizer,
+} from './local-gateway.ts'
+import {
+  LOCAL_KEY_SYNC_INTERVAL_MS,
+  type LocalKeySync,
+  startLocalKeySync,
+} from './local-key-sync-runner.ts'
+import { secretDigest } from './secret-digest.ts'
+import { type BackstopFor, UsagePlanThrottle } from './usage-plan-throttle.ts'
 
 /**
  * The whole API on one machine, as a library (`npm start` is its CLI): starts the embedded
@@ -39,6 +58,10 @@ export interface LocalServer {
   /** http://HOST:PORT/v1 with the port actually bound (PORT=0 picks a free one). */
   baseUrl: string
   keys: LocalKeys
+  /** The management API of the local control plane (an APIGatewayClient endpoint). */
+  managementEndpoint: string
+  /** Runs the local key sync now (after any change made so far) and returns what it did. */
+  syncKeys(): Promise<KeySyncResult>
   /** The DynamoDB endpoint the functions use. */
   endpoint: string
   /** True when the endpoint is the embedded DynamoDB of this server. */
@@ -64,7 +87,17 @@ const loadHandlers = async () => {
       return [route.operationId, module.handler] as const
     }),
   )
-  return Object.fromEntries(entries) as Record<(typeof ROUTES)[number]['operationId'], ProxyHandler>
+  // The authorizer's own entry too: it reads the key mirror (KEY_MIRROR_TABLE_NAME), as on AWS.
+  const authorizer = (await import(pathToFileURL(join(ROOT, AUTHORIZER_ENTRY)).href)) as {
+    handler: TokenAuthorizer
+  }
+  return {
+    handlers: Object.fromEntries(entries) as Record<
+      (typeof ROUTES)[number]['operationId'],
+      ProxyHandler
+    >,
+    authorizer: authorizer.handler,
+  }
 }
 
 const listen = (server: Server, config: LocalConfig) =>
@@ -83,6 +116,8 @@ export interface StartLocalOptions {
   clock?: Clock
   /** Failed authentications per address and minute before it is refused (tests raise it). */
   failedAuthLimit?: number
+  /** The local key sync's schedule in ms; 0: only on changes (tests drive the runs). */
+  keySyncIntervalMs?: number
 }
 
 /**
@@ -96,9 +131,6 @@ export interface StartLocalOptions {
 export const MAX_HEADER_BYTES = 10_240
 /** How long a stop waits for requests in flight before it closes their connections. */
 export const SHUTDOWN_GRACE_MS = 3_000
-
-/** How often the key file is checked for changes (`npm run keys` in another process). */
-const KEY_FILE_POLL_MS = 100
 
 /**
  * Requests Node refuses before the gateway sees them (headers over the limit, malformed HTTP)
@@ -136,9 +168,11 @@ export const startLocal = async (
     )
   }
   let embedded: EmbeddedDynamo | undefined
+  const clock = options.clock ?? systemClock
   if (config.dataDir !== IN_MEMORY) await mkdir(config.dataDir, { recursive: true })
-  // First, so an unusable key file stops the start before anything runs.
-  const keys = await bootstrapLocalKeys(config)
+  // First, so an unusable control-plane or key file stops the start before anything runs.
+  const store = await ControlPlaneStore.open(config.dataDir, { clock })
+  const keys = await bootstrapControlPlane(store, config)
   if (!config.dynamoEndpoint) embedded = await startEmbeddedDynamo(config.dataDir)
   const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
   Object.assign(
@@ -154,45 +188,62 @@ export const startLocal = async (
   await ensureTable(admin, petTableDefinition(LOCAL_TABLES.pets))
   await ensureTable(admin, rateLimitTableDefinition(LOCAL_TABLES.rateLimits))
   await ensureTable(admin, idempotencyTableDefinition(LOCAL_TABLES.idempotency))
+  await ensureTable(admin, keyMirrorTableDefinition(LOCAL_TABLES.keyMirror))
   admin.destroy()
 
-  const handlers = await loadHandlers()
+  const { handlers, authorizer } = await loadHandlers()
   functionsEndpoint = endpoint
-  const { createAuthorizerHandler } = await import('#functions/authorizer/authorizer-handler.ts')
   const { logger } = await import('#shared/observability/logger.ts')
 
   let baseHost: string | undefined
   const authorizerCache = new AuthorizerCache({
     ttlSeconds: config.authorizerCacheTtlSeconds,
-    clock: options.clock ?? systemClock,
+    clock,
   })
-  // A key change flushes the authorizer cache, as the key sync does on AWS after a change.
-  const keyFile = config.dataDir === IN_MEMORY ? undefined : keyFilePath(config.dataDir)
-  if (keyFile) {
-    watchFile(keyFile, { interval: KEY_FILE_POLL_MS, persistent: false }, () =>
-      authorizerCache.clear(),
-    )
-  }
+  const usagePlanThrottle = new UsagePlanThrottle({
+    clock,
+    ...(options.backstopFor ? { backstopFor: options.backstopFor } : {}),
+  })
   const gateway = createLocalGateway({
     handlers,
-    authorizer: createAuthorizerHandler({ keyStore: keys.store, logger }),
+    authorizer,
     onError: (message, error) => logger.error(message, { error }),
     authorizerCache,
-    ...(options.backstopFor ? { backstopFor: options.backstopFor } : {}),
+    usagePlanThrottle,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.failedAuthLimit ? { failedAuthLimit: options.failedAuthLimit } : {}),
     baseHost: () => baseHost,
   })
+  // The key sync's and the control plane's view of the mirror the authorizer reads.
+  const documentClient = createDocumentClient(dynamoConfigFromEnv(process.env))
+  const mirror = new KeyMirrorRepository({
+    client: documentClient,
+    tableName: LOCAL_TABLES.keyMirror,
+    logger,
+  })
+  let keySync: LocalKeySync | undefined
+  const controlPlane = createControlPlaneHandler({
+    store,
+    flushAuthorizerCache: () => authorizerCache.clear(),
+    usedToday: (value) => usagePlanThrottle.usedToday(secretDigest(value)),
+    runKeySync: () =>
+      keySync ? keySync.run() : Promise.reject(new Error('The key sync has not started yet')),
+    mirrorItem: (keyHash) => mirror.get(keyHash),
+    outputs: () => localOutputs(store, `http://${baseHost}${API_VERSION_PATH}`),
+    clock,
+    onError: (message, error) => logger.error(message, { error }),
+  })
+  const listener = withControlPaths(controlPlane, gateway)
   const server = createServer(
     // Node answers an HTTP/1.1 request without Host with a bare 400. The gateway hands the
     // functions its own Host whatever the client sent, so such a request is served as any other.
     { maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false },
-    gateway,
+    listener,
   )
   // The gateway decides when to ask for a body (after routing and authentication), and serves
   // requests with an Expect it does not know as if it were absent (Node: a bare 417).
-  server.on('checkContinue', gateway)
-  server.on('checkExpectation', gateway)
+  server.on('checkContinue', listener)
+  server.on('checkExpectation', listener)
   server.on('connect', refuseTunnel)
   server.on('clientError', answerClientError)
   server.keepAliveTimeout = 5_000
@@ -202,15 +253,19 @@ export const startLocal = async (
   try {
     address = await listen(server, config)
   } catch (error) {
-    if (keyFile) unwatchFile(keyFile)
+    documentClient.destroy()
     await embedded?.close()
     throw error
   }
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
   baseHost = `${host}:${address.port}`
   const baseUrl = `http://${baseHost}${API_VERSION_PATH}`
+  // The sync reaches the control plane over loopback, whichever address the server is bound to.
+  const loopback = address.family === 'IPv6' ? '[::1]' : '127.0.0.1'
+  const managementEndpoint = `http://${loopback}:${address.port}${MANAGEMENT_API_PATH}`
 
   const stop = async () => {
+    await keySync?.stop()
     // Stop accepting, let in-flight requests finish, then close the datastore (flushes LevelDB).
     // A keep-alive connection whose last response ends after close() would otherwise stay open
     // until keepAliveTimeout (5 s): close connections as soon as they fall idle.
@@ -225,8 +280,33 @@ export const startLocal = async (
       clearInterval(sweep)
       clearTimeout(cutOff)
     })
-    if (keyFile) unwatchFile(keyFile)
+    documentClient.destroy()
     await embedded?.close()
   }
-  return { baseUrl, keys, endpoint, embedded: embedded !== undefined, stop }
+  try {
+    keySync = await startLocalKeySync({
+      endpoint: managementEndpoint,
+      documentClient,
+      tableName: LOCAL_TABLES.keyMirror,
+      logger,
+      clock,
+      intervalMs: options.keySyncIntervalMs ?? LOCAL_KEY_SYNC_INTERVAL_MS,
+    })
+    store.onChange = () => keySync?.changed()
+    // Every key works before the server is announced: the first sync has filled the mirror.
+    await keySync.run()
+  } catch (error) {
+    await stop()
+    throw error
+  }
+  const started = keySync
+  return {
+    baseUrl,
+    keys,
+    managementEndpoint,
+    syncKeys: () => started.run(),
+    endpoint,
+    embedded: embedded !== undefined,
+    stop,
+  }
 }

@@ -1,13 +1,18 @@
 import { resolve } from 'node:path'
-import { keyFingerprint } from '#shared/auth/key-store.ts'
+import { MANAGEMENT_API_PATH } from './control-plane-handler.ts'
 import { IN_MEMORY } from './embedded-dynamo.ts'
-import { type LocalConfig, LocalConfigError, readLocalConfig } from './local-config.ts'
+import {
+  DEFAULT_PORT,
+  type LocalConfig,
+  LocalConfigError,
+  readLocalConfig,
+} from './local-config.ts'
 import { type LocalServer, startLocal } from './local-server.ts'
 
 /**
  * `npm start`: reads the local mode contract from the environment, starts the local server,
  * prints the banner and stops cleanly on SIGINT/SIGTERM. Exit codes: 2 for a malformed
- * variable or key file, 1 for a port that cannot be bound or any other start-up failure.
+ * variable, control-plane file or key file, 1 for a port that cannot be bound or any other start-up failure.
  */
 const readConfigOrExit = (): LocalConfig => {
   try {
@@ -41,22 +46,27 @@ const startOrExit = async (config: LocalConfig): Promise<LocalServer> => {
   }
 }
 
-const banner = (config: LocalConfig, local: LocalServer): string[] => [
-  `Pet store API listening at ${local.baseUrl}`,
-  `DynamoDB: ${local.embedded ? `embedded, data in ${config.dataDir === IN_MEMORY ? 'memory (not kept)' : resolve(config.dataDir)}` : local.endpoint}`,
-  'API keys (send as "Authorization: Bearer <key>"):',
-  ...local.keys.created.map((entry) => `  ${entry.plan.padEnd(10)} ${entry.key}   (new)`),
-  ...config.apiKeys.map(
-    (entry) =>
-      `  ${entry.plan.padEnd(10)} from PETSTORE_API_KEYS (id ${keyFingerprint(entry.key)})`,
-  ),
-  ...(local.keys.keyFile && local.keys.activeFileKeys.length > 0
-    ? [
-        `  ${local.keys.activeFileKeys.length} key(s) in ${resolve(local.keys.keyFile)}: npm run keys -- list`,
-      ]
-    : []),
-  `Try: curl -H "Authorization: Bearer <key>" ${local.baseUrl}/pets`,
-]
+const banner = (config: LocalConfig, local: LocalServer): string[] => {
+  const origin = new URL(local.baseUrl).origin
+  const keysCommand = `npm run keys --${config.port === DEFAULT_PORT ? '' : ` --url ${origin}`}`
+  return [
+    `Pet store API listening at ${local.baseUrl}`,
+    `DynamoDB: ${local.embedded ? `embedded, data in ${config.dataDir === IN_MEMORY ? 'memory (not kept)' : resolve(config.dataDir)}` : local.endpoint}`,
+    'API keys (send as "Authorization: Bearer <key>"):',
+    ...local.keys.created.map((entry) => `  ${entry.plan.padEnd(10)} ${entry.key}   (new)`),
+    ...local.keys.fromEnv.map(
+      (entry) => `  ${entry.plan.padEnd(10)} from PETSTORE_API_KEYS (id ${entry.id})`,
+    ),
+    ...(local.keys.imported > 0 && local.keys.file
+      ? [
+          `  ${local.keys.imported} key(s) moved from api-keys.json into ${resolve(local.keys.file)}`,
+        ]
+      : []),
+    ...(local.keys.others > 0 ? [`  ${local.keys.others} other key(s): ${keysCommand} list`] : []),
+    `Keys: ${keysCommand} create --plan pro | list | revoke <id> (control plane at ${origin}${MANAGEMENT_API_PATH})`,
+    `Try: curl -H "Authorization: Bearer <key>" ${local.baseUrl}/pets`,
+  ]
+}
 
 const stopOnSignals = (local: LocalServer) => {
   let stopping = false

@@ -38,6 +38,12 @@ export class UsagePlanThrottle {
     this.#backstopFor = backstopFor
   }
 
+  /** Requests of a key admitted this UTC day: what GetUsage reports locally. */
+  usedToday(keyDigest: string): number {
+    const state = this.#keys.get(keyDigest)
+    return state?.day === utcDay(this.#clock()) ? state.used : 0
+  }
+
   /**
    * Takes one request of a key (its usageIdentifierKey's digest) through the backstop of its
    * plan limits; counts it only when admitted.

@@ -9,7 +9,26 @@ import {
 } from '@aws-sdk/client-api-gateway'
 import { type PlanLimits, type PlanName, planFromTags } from '#shared/config/plans-config.ts'
 import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-schema.ts'
+import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { type CallPacer, unpaced } from './call-pacer.ts'
+
+/**
+ * An API key's tag: the instant (ISO 8601) from which the key counts as disabled, so a rotated
+ * key's overlap ends by itself, within a sync, with no one left to call UpdateApiKey. A value
+ * that is not an instant counts as past: a typo never keeps a key alive longer than meant.
+ */
+export const DISABLE_AFTER_TAG = 'petstore:disableAfter'
+
+/** Whether a key's disable-after tag, if any, has passed. */
+export const isPastDisableAfter = (
+  tags: Record<string, string | undefined> | undefined,
+  nowMs: number,
+): boolean => {
+  const value = tags?.[DISABLE_AFTER_TAG]
+  if (value === undefined) return false
+  const at = Date.parse(value)
+  return !Number.isFinite(at) || at <= nowMs
+}
 
 /** API Gateway's largest page; a runaway position chain stops at MAX_PAGES. */
 export const PAGE_SIZE = 500
@@ -29,7 +48,7 @@ export interface KeySourceSnapshot {
   refusedPlans: RefusedPlan[]
   /** Ids (never values) of keys attached to refused plans. */
   refusedKeyIds: string[]
-  /** Keys attached to a valid plan but disabled: left out of the mirror. */
+  /** Keys attached to a valid plan but disabled (or past their disable-after tag): left out. */
   disabledKeys: number
   /** Management API operations made (pages read; SDK retries not counted). */
   managementCalls: number
@@ -66,6 +85,8 @@ export interface ApiGatewayKeySourceOptions {
   stage: string
   pageSize?: number
   pacer?: CallPacer
+  /** Decides whether a disable-after tag has passed. */
+  clock?: Clock
 }
 
 type PlanVerdict =
@@ -74,7 +95,8 @@ type PlanVerdict =
 
 /**
  * Reads the usage plans attached to one REST API stage, their keys and the key values, and
- * turns them into mirror entries: one per enabled key on a plan with valid `petstore:*` tags. A
+ * turns them into mirror entries: one per enabled key (not past its disable-after tag) on a plan
+ * with valid `petstore:*` tags. A
  * key a plan lists but the key listing lacks fails the read (InconsistentKeyReadError).
  * Calls are sequential (and paced): 1 per page of plans, 1 per page of keys of each stage plan,
  * 1 per page of API keys. Key values are hashed at once and never returned or logged.
@@ -85,13 +107,15 @@ export class ApiGatewayKeySource implements KeySource {
   readonly #stage: string
   readonly #pageSize: number
   readonly #pacer: CallPacer
+  readonly #clock: Clock
 
-  constructor({ client, restApiId, stage, pageSize, pacer }: ApiGatewayKeySourceOptions) {
+  constructor({ client, restApiId, stage, pageSize, pacer, clock }: ApiGatewayKeySourceOptions) {
     this.#client = client
     this.#restApiId = restApiId
     this.#stage = stage
     this.#pageSize = pageSize ?? PAGE_SIZE
     this.#pacer = pacer ?? unpaced
+    this.#clock = clock ?? systemClock
   }
 
   async read(): Promise<KeySourceSnapshot> {
@@ -137,10 +161,11 @@ export class ApiGatewayKeySource implements KeySource {
     const entries: KeyMirrorEntry[] = []
     const seenHashes = new Set<string>()
     let disabledKeys = 0
+    const nowMs = this.#clock()
     for (const key of apiKeys) {
       const verdict = key.id === undefined ? undefined : verdictOfKey.get(key.id)
       if (!key.id || !verdict || 'refused' in verdict) continue
-      if (key.enabled !== true) {
+      if (key.enabled !== true || isPastDisableAfter(key.tags, nowMs)) {
         disabledKeys += 1
         continue
       }

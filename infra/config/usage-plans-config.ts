@@ -7,7 +7,6 @@ import {
   type PlanName,
 } from '#shared/config/plans-config.ts'
 import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
-import type { StageName } from './stage-config.ts'
 
 /** One API Gateway usage plan: the backstop ahead of the functions' own rate limiter. */
 export interface UsagePlanSpec {
@@ -33,8 +32,20 @@ const planTags = (plan: PlanName, { perMinute, perDay }: PlanLimits): Record<str
       }
     : { [PLAN_TAGS.plan]: plan }
 
-/** docs/rate-limits-and-keys.md, "Plans": each plan's limits and the backstop made of them. */
-export const usagePlanSpecs = (stage: StageName, enterprise: PlanLimits): UsagePlanSpec[] =>
+/**
+ * The tags every resource of a stage's stacks carries (petstore-stage-stacks.ts), its usage plans
+ * included; the local control plane gives its plans the same ones.
+ */
+export const stageTags = (stage: string): Record<string, string> => ({
+  project: 'petstore',
+  'petstore:stage': stage,
+})
+
+/**
+ * docs/rate-limits-and-keys.md, "Plans": each plan's limits and the backstop made of them. The
+ * stage is a deployed one, or `local` for the local control plane's plans.
+ */
+export const usagePlanSpecs = (stage: string, enterprise: PlanLimits): UsagePlanSpec[] =>
   PLAN_NAMES.map((plan) => {
     const limits = limitsFor(plan, enterprise)
     const { rateLimit, burstLimit, dailyQuota } = usagePlanBackstop(limits)

@@ -5,6 +5,7 @@ import { metricsNamespace, type StageConfig } from '#infra/config/stage-config.t
 import { addGradualDeployments } from '#infra/constructs/gradual-deployment-construct.ts'
 import { PetstoreApi } from '#infra/constructs/petstore-api-construct.ts'
 import { PetstoreMonitoring } from '#infra/constructs/petstore-monitoring-construct.ts'
+import { addTopConsumers } from '#infra/constructs/top-consumers-construct.ts'
 import { PLAN_DISPLAY_NAMES, PLAN_NAMES } from '#shared/config/plans-config.ts'
 import {
   AUTHORIZER_METRICS,
@@ -65,6 +66,12 @@ export class PetstoreApiStack extends Stack {
         { name: 'KeyMirror', table: keyMirrorTable },
       ],
       ...(config.alarmEmail ? { alarmEmail: config.alarmEmail } : {}),
+    })
+
+    addTopConsumers(this, {
+      stage,
+      accessLogGroup: this.petstoreApi.accessLogGroup,
+      dashboard: this.monitoring.dashboard,
     })
 
     if (config.gradualDeployment) {

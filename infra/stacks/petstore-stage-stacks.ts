@@ -1,10 +1,12 @@
 import { type App, Tags } from 'aws-cdk-lib'
+import { stackName } from '#infra/config/stack-names-config.ts'
 import {
   type ContextReader,
   readStageConfig,
   type StageConfig,
   selectedStages,
 } from '#infra/config/stage-config.ts'
+import { stageTags } from '#infra/config/usage-plans-config.ts'
 import { PetstoreApiStack } from './petstore-api-stack.ts'
 import { PetstoreDataStack } from './petstore-data-stack.ts'
 
@@ -13,10 +15,6 @@ export interface StageStacks {
   data: PetstoreDataStack
   api: PetstoreApiStack
 }
-
-/** Stack names, e.g. `petstore-production-data`: what `cdk deploy` and the console show. */
-export const stackName = (stage: string, part: 'data' | 'api'): string =>
-  `petstore-${stage}-${part}`
 
 /** One stage's stack set: data, then the API that reads it. */
 export const addStageStacks = (app: App, config: StageConfig): StageStacks => {
@@ -44,8 +42,8 @@ export const addStageStacks = (app: App, config: StageConfig): StageStacks => {
     keyMirrorTable: data.keyMirrorTable,
   })
   for (const stack of [data, api]) {
-    Tags.of(stack).add('project', 'petstore')
-    Tags.of(stack).add('petstore:stage', config.stage)
+    for (const [key, value] of Object.entries(stageTags(config.stage)))
+      Tags.of(stack).add(key, value)
   }
   return { config, data, api }
 }

@@ -140,6 +140,25 @@ export class KeySyncStateRepository {
     )
   }
 
+  /**
+   * Drops the lease, whoever holds it. Only for a table's sole user that knows no run is live:
+   * the local server at start, when a server killed mid-run left its lease behind.
+   */
+  async breakLease(): Promise<void> {
+    try {
+      await this.#client.send(
+        new UpdateCommand({
+          TableName: this.#tableName,
+          Key: LEASE_KEY,
+          UpdateExpression: 'REMOVE leaseOwner, leaseExpiresAt',
+          ConditionExpression: 'attribute_exists(leaseOwner)',
+        }),
+      )
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error
+    }
+  }
+
   /** Gives the lease up after a failed run, keeping the state as the last success left it. */
   async release(owner: string): Promise<void> {
     try {

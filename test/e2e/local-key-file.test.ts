@@ -1,29 +1,42 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import {
+  APIGatewayClient,
+  CreateApiKeyCommand,
+  DeleteApiKeyCommand,
+  GetApiKeysCommand,
+} from '@aws-sdk/client-api-gateway'
 import { afterAll, describe, expect, it } from 'vitest'
-import { captureOutput } from '#test/support/capture-output.ts'
+import { parseControlPlaneFile } from '#local/control-plane-store.ts'
 import {
   apiClient,
   runLocalServerToExit,
-  runScriptToExit,
   startInProcessServer,
+  startLocalServer,
 } from '#test/support/local-server.ts'
 
 /**
- * The key file (`<PETSTORE_DATA_DIR>/api-keys.json`) going bad, as an operator meets it: `npm
- * start` refuses to start on it; a running server tells once and keeps the keys it had.
+ * The files of the data directory as an operator meets them: the key file of earlier versions
+ * (`api-keys.json`) moves into the local control plane once, and a control-plane or key file that
+ * cannot be used stops `npm start` with exit 2, naming the place and never a piece of a key.
  */
 const GOOD = 'pro-GOODsecret0123456789abcdef'
 const NEW = 'business-NEWsecret0123456789abc'
+const REVOKED = 'free-REVOKEDsecret0123456789ab'
 const CREATED = '2026-11-22T12:00:00.000Z'
 
-/** Every 6-character piece of both keys: none may appear in anything the server prints. */
-const PIECES = [GOOD, NEW].flatMap((key) =>
+/** Every 6-character piece of the keys: none may appear in anything the server prints. */
+const PIECES = [GOOD, NEW, REVOKED].flatMap((key) =>
   Array.from({ length: key.length - 5 }, (_, i) => key.slice(i, i + 6)),
 )
 
-const entry = (key: string, plan: string) => ({ key, plan, createdAt: CREATED })
+const entry = (key: string, plan: string, extra: object = {}) => ({
+  key,
+  plan,
+  createdAt: CREATED,
+  ...extra,
+})
 const keyFile = (...entries: object[]) => `${JSON.stringify({ keys: entries }, null, 2)}\n`
 /** A hand edit gone wrong: the new key's closing quote is missing. */
 const BROKEN_JSON = keyFile(entry(GOOD, 'pro'), entry(NEW, 'business')).replace(`${NEW}"`, NEW)
@@ -31,86 +44,137 @@ const BROKEN_JSON = keyFile(entry(GOOD, 'pro'), entry(NEW, 'business')).replace(
 const SHORT_KEY = keyFile(entry(GOOD, 'pro'), entry(NEW.slice(0, 15), 'business'))
 
 const dirs: string[] = []
-const dataDirWith = async (text: string) => {
+const dataDirWith = async (files: Record<string, string>) => {
   const dir = await mkdtemp(join(tmpdir(), 'petstore-keyfile-'))
   dirs.push(dir)
-  await writeFile(join(dir, 'api-keys.json'), text)
+  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text)
   return dir
 }
 afterAll(async () => {
   await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })))
 })
 
-describe.concurrent('a malformed key file', () => {
+const managementEndpointOf = (baseUrl: string) => `${new URL(baseUrl).origin}/_local/apigateway`
+
+const sdk = (endpoint: string) =>
+  new APIGatewayClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  })
+
+describe.concurrent('a file npm start cannot use', () => {
   it.each([
-    ['broken JSON', BROKEN_JSON, 'is not valid JSON: '],
-    ['an entry with a malformed key', SHORT_KEY, 'entry 2 has no valid "key"'],
+    [
+      'api-keys.json',
+      'broken JSON',
+      BROKEN_JSON,
+      'is not valid JSON: a string not closed on its line at line 9',
+    ],
+    ['api-keys.json', 'an entry with a malformed key', SHORT_KEY, ': entry 2 has no valid "key"'],
+    [
+      'control-plane.json',
+      'broken JSON',
+      `{ "version": 1, "apiKeys": [ { "id": "abc", "value": "${GOOD}, "name": "x" } ] }`,
+      'is not valid JSON: ',
+    ],
+    [
+      'control-plane.json',
+      'a key value cut short',
+      JSON.stringify({
+        version: 1,
+        apiKeys: [
+          {
+            id: 'abc',
+            name: 'x',
+            value: NEW.slice(0, 15),
+            enabled: true,
+            createdDate: 1,
+            lastUpdatedDate: 1,
+            tags: {},
+          },
+        ],
+        usagePlans: [],
+        usagePlanKeys: [],
+      }),
+      ': apiKeys[0].value is missing or not valid',
+    ],
   ])(
-    'with %s: npm start and npm run keys exit 2 naming the file and the place',
-    async (_, text, problem) => {
-      const dataDir = await dataDirWith(text)
-      const file = join(dataDir, 'api-keys.json')
+    '%s with %s: exit 2 naming the file and the place, never a key',
+    async (name, _, text, problem) => {
+      const dataDir = await dataDirWith({ [name]: text })
       const started = await runLocalServerToExit({ PORT: '0', PETSTORE_DATA_DIR: dataDir })
-      const listed = await runScriptToExit('local/keys-cli.ts', ['list'], {
-        PETSTORE_DATA_DIR: dataDir,
-      })
-      for (const result of [started, listed]) {
-        expect(result.code).toBe(2)
-        expect(result.output).toContain(
-          `${file}${problem.startsWith('entry') ? ': ' : ' '}${problem}`,
-        )
-        expect(result.output).not.toContain('    at ')
-        for (const piece of PIECES) expect(result.output).not.toContain(piece)
-      }
-      if (text === BROKEN_JSON)
-        expect(started.output).toContain('a string not closed on its line at line 9')
+      expect(started.code).toBe(2)
+      expect(started.output).toContain(
+        `${join(dataDir, name)}${problem.startsWith(':') ? '' : ' '}${problem}`,
+      )
+      expect(started.output).not.toContain('    at ')
+      for (const piece of PIECES) expect(started.output).not.toContain(piece)
     },
   )
 })
 
-describe('a key file that goes bad under a running server', () => {
-  it('is reported once, keeps the last good keys working (no 500), and its fix applies', async () => {
-    const dataDir = await dataDirWith(keyFile(entry(GOOD, 'pro')))
-    const file = join(dataDir, 'api-keys.json')
-    const server = await startInProcessServer({ PETSTORE_DATA_DIR: dataDir, PETSTORE_API_KEYS: '' })
-    const output = captureOutput()
+describe('the key file of earlier versions', () => {
+  it('moves into the local control plane once: its keys keep working, revoked ones stay revoked', async () => {
+    const dataDir = await dataDirWith({
+      'api-keys.json': keyFile(entry(GOOD, 'pro'), entry(REVOKED, 'free', { revokedAt: CREATED })),
+    })
+    // Child processes: the second start must be a fresh process on the same data directory.
+    const env = { PETSTORE_DATA_DIR: dataDir, PETSTORE_API_KEYS: '' }
+    const first = await startLocalServer(env)
     try {
-      const good = apiClient(server.baseUrl, GOOD)
-      const added = apiClient(server.baseUrl, NEW)
-      expect((await good.get('/pets')).status).toBe(200)
+      const good = await apiClient(first.baseUrl, GOOD).get('/pets')
+      expect(good.status).toBe(200)
+      expect(good.headers.get('ratelimit-policy')).toContain('"minute";q=300')
+      expect((await apiClient(first.baseUrl, REVOKED).get('/pets')).status).toBe(401)
+      expect(first.output()).toContain('1 key(s) moved from api-keys.json')
 
-      await writeFile(file, BROKEN_JSON)
-      const whileBroken = [
-        await good.get('/pets'),
-        await good.get('/pets'),
-        await added.get('/pets'),
-      ]
-      expect(whileBroken.map((response) => response.status)).toEqual([200, 200, 401])
-      await writeFile(file, SHORT_KEY)
-      expect((await good.get('/pets')).status).toBe(200)
-      expect((await good.get('/pets')).status).toBe(200)
-
-      const reports = output
-        .text()
-        .split('\n')
-        .filter((line) => line.includes(file))
-      expect(reports).toHaveLength(2)
-      expect(reports[0]).toContain('is not valid JSON: a string not closed on its line at line 9')
-      expect(reports[1]).toContain('entry 2 has no valid "key"')
-      for (const piece of PIECES) expect(output.text()).not.toContain(piece)
-
-      // Fixed: the file's keys as they are now, and nothing more is reported.
-      await writeFile(file, keyFile(entry(NEW, 'business')))
-      expect((await added.get('/pets')).status).toBe(200)
-      expect((await good.get('/pets')).status).toBe(401)
-      expect(
-        output
-          .text()
-          .split('\n')
-          .filter((line) => line.includes(file)),
-      ).toHaveLength(2)
+      const client = sdk(managementEndpointOf(first.baseUrl))
+      const { items = [] } = await client.send(new GetApiKeysCommand({ includeValues: true }))
+      const goodId = items.find((key) => key.value === GOOD)?.id
+      expect(goodId).toBeDefined()
+      expect(items.some((key) => key.value === REVOKED)).toBe(false)
+      // Revoked through the control plane, the key must not come back from the old file.
+      await client.send(new DeleteApiKeyCommand({ apiKey: goodId }))
+      client.destroy()
     } finally {
-      output.restore()
+      expect(await first.stop()).toBe(0)
+    }
+    await expect(stat(join(dataDir, 'api-keys.json'))).rejects.toThrow()
+    expect((await stat(join(dataDir, 'api-keys.json.imported'))).isFile()).toBe(true)
+    const saved = await stat(join(dataDir, 'control-plane.json'))
+    expect(saved.mode & 0o777).toBe(0o600)
+
+    const second = await startLocalServer(env)
+    try {
+      expect((await apiClient(second.baseUrl, GOOD).get('/pets')).status).toBe(401)
+    } finally {
+      await second.stop()
+    }
+  })
+})
+
+describe('the control-plane file under a running server', () => {
+  it('is never read again: a corrupted file changes nothing, and the next change writes it whole', async () => {
+    const dataDir = await dataDirWith({})
+    const server = await startInProcessServer({
+      PETSTORE_DATA_DIR: dataDir,
+      PETSTORE_API_KEYS: `pro:${GOOD}`,
+    })
+    const file = join(dataDir, 'control-plane.json')
+    try {
+      await writeFile(file, '{ "version": 1, "apiKeys": [')
+      const good = apiClient(server.baseUrl, GOOD)
+      expect((await good.get('/pets')).status).toBe(200)
+      await server.syncKeys()
+      expect((await good.get('/pets')).status).toBe(200)
+
+      const client = sdk(server.managementEndpoint)
+      await client.send(new CreateApiKeyCommand({ name: 'after', value: NEW, enabled: true }))
+      client.destroy()
+      const state = parseControlPlaneFile(await readFile(file, 'utf8'), file)
+      expect(state.apiKeys.map((key) => key.value).sort()).toEqual([GOOD, NEW].sort())
+    } finally {
       await server.stop()
     }
   })

@@ -5,17 +5,11 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { SHUTDOWN_GRACE_MS } from '#local/local-server.ts'
 import { PLAN_NAMES } from '#shared/config/plans-config.ts'
-import {
-  apiClient,
-  runLocalServerToExit,
-  runScriptToExit,
-  startInProcessServer,
-  startLocalServer,
-} from '#test/support/local-server.ts'
+import { apiClient, runLocalServerToExit, startLocalServer } from '#test/support/local-server.ts'
 
 /**
- * `npm start` and `npm run keys` as an operator meets them, so as child processes: start-up
- * output, exit codes, configuration errors, signals and restarts on the same data, the key CLI.
+ * `npm start` as an operator meets it, so as child processes: start-up output, exit codes,
+ * configuration errors, signals and restarts on the same data.
  */
 const dirs: string[] = []
 const tempDir = async () => {
@@ -26,9 +20,6 @@ const tempDir = async () => {
 afterAll(async () => {
   await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })))
 })
-
-const keysCli = (dataDir: string, ...args: string[]) =>
-  runScriptToExit('local/keys-cli.ts', args, { PETSTORE_DATA_DIR: dataDir })
 
 // Each test owns its processes, ports and data directory, so they run side by side.
 describe.concurrent('local server', () => {
@@ -206,38 +197,6 @@ describe.concurrent('local server', () => {
     try {
       expect(server.output()).not.toContain(key)
       expect(server.output()).toMatch(/pro\s+from PETSTORE_API_KEYS/)
-    } finally {
-      await server.stop()
-    }
-  })
-
-  it('manages keys with `npm run keys` while the server runs, flushing cached answers', async () => {
-    const dataDir = await tempDir()
-    // The key CLI is what runs as a process here; the server it talks to runs in this one. With
-    // production's cache TTL: only the flush on a key change makes a revocation apply at once.
-    const server = await startInProcessServer({
-      PETSTORE_DATA_DIR: dataDir,
-      PETSTORE_API_KEYS: '',
-      PETSTORE_AUTHORIZER_CACHE_TTL: '300',
-    })
-    try {
-      const created = await keysCli(dataDir, 'create', '--plan', 'business')
-      expect(created.code).toBe(0)
-      const key = created.stdout.trim()
-      expect(key).toMatch(/^business-/)
-      const api = apiClient(server.baseUrl, key)
-      expect((await api.get('/pets')).status).toBe(200)
-      const listed = await keysCli(dataDir, 'list')
-      expect(listed.stdout).toContain(key)
-      expect((await keysCli(dataDir, 'revoke', key)).code).toBe(0)
-      // The cached Allow is dropped within a second (the key file is watched every 100 ms).
-      const revokedAt = Date.now()
-      let status = 200
-      while (status !== 401 && Date.now() - revokedAt < 1_000) {
-        status = (await api.get('/pets')).status
-      }
-      expect(status).toBe(401)
-      expect((await keysCli(dataDir, 'create', '--plan', 'gold')).code).toBe(2)
     } finally {
       await server.stop()
     }

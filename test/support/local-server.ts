@@ -63,6 +63,10 @@ export const spawnScript = (
  */
 export interface InProcessServer {
   baseUrl: string
+  /** The local control plane's management API (an APIGatewayClient endpoint). */
+  managementEndpoint: string
+  /** Runs the local key sync now and waits for it (tests drive the syncs: no schedule runs). */
+  syncKeys(): Promise<unknown>
   stop(): Promise<void>
 }
 
@@ -78,8 +82,16 @@ export const startInProcessServer = async (
     Object.assign(process.env, before)
   }
   try {
-    const local = await startLocal(readLocalConfig({ ...TEST_ENV, ...env }), options)
-    return { baseUrl: local.baseUrl, stop: () => local.stop().finally(restoreEnv) }
+    const local = await startLocal(readLocalConfig({ ...TEST_ENV, ...env }), {
+      keySyncIntervalMs: 0,
+      ...options,
+    })
+    return {
+      baseUrl: local.baseUrl,
+      managementEndpoint: local.managementEndpoint,
+      syncKeys: () => local.syncKeys(),
+      stop: () => local.stop().finally(restoreEnv),
+    }
   } catch (error) {
     restoreEnv()
     throw error

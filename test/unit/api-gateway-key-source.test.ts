@@ -4,7 +4,10 @@ import {
   GetUsagePlansCommand,
 } from '@aws-sdk/client-api-gateway'
 import { beforeEach, describe, expect, it } from 'vitest'
-import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
+import {
+  ApiGatewayKeySource,
+  DISABLE_AFTER_TAG,
+} from '#functions/key-sync/api-gateway-key-source.ts'
 import type { CallPacer } from '#functions/key-sync/call-pacer.ts'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-schema.ts'
@@ -34,6 +37,30 @@ beforeEach(() => {
 })
 
 describe('ApiGatewayKeySource', () => {
+  it('leaves out a key once its disable-after tag has passed (a rotation overlap ending)', async () => {
+    const now = Date.UTC(2026, 10, 22, 12, 0, 0)
+    gateway.addPlan('plan-pro', { tags: planTags('pro') })
+    for (const id of ['current', 'until-later', 'until-now', 'until-typo']) {
+      gateway.addKey(id, 'plan-pro')
+    }
+    const tag = (id: string, value: string) =>
+      gateway.keys.set(id, { ...gateway.keys.get(id), tags: { [DISABLE_AFTER_TAG]: value } })
+    tag('until-later', new Date(now + 1).toISOString())
+    tag('until-now', new Date(now).toISOString())
+    tag('until-typo', 'tomorrow')
+    const source = new ApiGatewayKeySource({
+      client: gateway.client,
+      restApiId: FAKE_API_ID,
+      stage: FAKE_STAGE,
+      clock: () => now,
+    })
+
+    const snapshot = await source.read()
+
+    expect(keyIdsOf(snapshot.entries)).toEqual(['current', 'until-later'])
+    expect(snapshot.disabledKeys).toBe(2)
+  })
+
   it('mirrors an enabled key of a stage plan by the hash of its value, with the plan limits', async () => {
     gateway.addPlan('plan-pro', { tags: planTags('pro') })
     gateway.addKey('key-1', 'plan-pro')

@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { generateApiKey } from '#local/local-key-store.ts'
+import { generateApiKey } from '#local/control-plane-bootstrap.ts'
+import { generateKeyValue } from '#local/control-plane-store.ts'
 import { BEARER_TOKEN_VALIDATION_PATTERN } from '#shared/auth/bearer-token.ts'
 import { PLAN_NAMES } from '#shared/config/plans-config.ts'
 import {
@@ -40,6 +41,15 @@ describe('BEARER_TOKEN_VALIDATION_PATTERN (the gateway check ahead of the author
       const header = `Bearer ${generateApiKey(plan)}`
       expect(pattern.test(header), header).toBe(true)
       expect(authorizerAccepts(header), header).toBe(true)
+    }
+  })
+
+  it('accepts every value the local control plane generates, as API Gateway does (40 characters)', () => {
+    for (let i = 0; i < 200; i += 1) {
+      const value = generateKeyValue()
+      expect(value).toHaveLength(40)
+      expect(pattern.test(`Bearer ${value}`), value).toBe(true)
+      expect(authorizerAccepts(`Bearer ${value}`), value).toBe(true)
     }
   })
 })

@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto'
+import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb'
+import type { Context, EventBridgeEvent } from 'aws-lambda'
+import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
+import { ApiGatewayAuthorizerCacheFlusher } from '#functions/key-sync/authorizer-cache-flusher.ts'
+import {
+  createKeySyncHandler,
+  type KeySyncResult,
+  SCHEDULED_EVENT,
+} from '#functions/key-sync/key-sync-handler.ts'
+import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
+import type { AppLogger } from '#shared/observability/logger.ts'
+import type { Clock } from '#shared/time/clock.ts'
+import { LOCAL_API_STAGE } from './control-plane-store.ts'
+
+/**
+ * The key sync of the local stage: the real key-sync handler, in this process, reading the
+ * local control plane through API Gateway's management API (an APIGatewayClient pointed at the
+ * server's own `/_local/apigateway`), writing the real key mirror table and flushing the local
+ * gateway's authorizer cache through FlushStageAuthorizersCache, as on AWS. What differs is only
+ * what triggers it: every change the control plane makes (a burst coalesced into one run) and a
+ * schedule of a few seconds instead of EventBridge's minute.
+ */
+export const LOCAL_KEY_SYNC_INTERVAL_MS = 5_000
+/** Changes closer together than this share one run. */
+const CHANGE_COALESCE_MS = 20
+
+export interface LocalKeySyncOptions {
+  /** The management API, e.g. http://127.0.0.1:3000/_local/apigateway. */
+  endpoint: string
+  documentClient: DynamoDBDocumentClient
+  tableName: string
+  logger: AppLogger
+  clock: Clock
+  /** The schedule; 0 runs only on changes and when asked (tests drive runs themselves). */
+  intervalMs: number
+}
+
+export interface LocalKeySync {
+  /** A run that starts after this call (joining one queued behind the run in progress). */
+  run(): Promise<KeySyncResult>
+  /** A control-plane change: a run follows shortly. */
+  changed(): void
+  /** Stops the schedule and waits for a run in progress. */
+  stop(): Promise<void>
+}
+
+const lambdaContext = (): Context => ({
+  callbackWaitsForEmptyEventLoop: false,
+  functionName: 'petstore-local-key-sync',
+  functionVersion: '$LATEST',
+  invokedFunctionArn: 'arn:aws:lambda:local:000000000000:function:petstore-local-key-sync',
+  memoryLimitInMB: '256',
+  awsRequestId: randomUUID(),
+  logGroupName: '/aws/lambda/petstore-local-key-sync',
+  logStreamName: 'local',
+  getRemainingTimeInMillis: () => 60_000,
+  done: () => undefined,
+  fail: () => undefined,
+  succeed: () => undefined,
+})
+
+export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<LocalKeySync> => {
+  const client = new APIGatewayClient({
+    endpoint: options.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 2,
+  })
+  const { apiId, stage } = LOCAL_API_STAGE
+  const state = new KeySyncStateRepository({
+    client: options.documentClient,
+    tableName: options.tableName,
+  })
+  // This process owns the data directory (LevelDB locks it): a lease left by a killed server is
+  // held by no one, and would otherwise keep keys out of the mirror for its 90 s.
+  await state.breakLease()
+  const handler = createKeySyncHandler({
+    source: new ApiGatewayKeySource({ client, restApiId: apiId, stage, clock: options.clock }),
+    mirror: new KeyMirrorRepository({
+      client: options.documentClient,
+      tableName: options.tableName,
+      logger: options.logger,
+    }),
+    state,
+    flusher: new ApiGatewayAuthorizerCacheFlusher(client, apiId, stage),
+    logger: options.logger,
+    metrics: { addMetric: () => undefined },
+    clock: options.clock,
+    sendResponse: async () => {
+      throw new Error('There is no CloudFormation locally')
+    },
+  })
+  const invoke = (trigger: string) =>
+    handler(
+      {
+        version: '0',
+        id: randomUUID(),
+        'detail-type': trigger,
+        source: 'petstore.local',
+        account: '000000000000',
+        time: new Date(options.clock()).toISOString(),
+        region: 'local',
+        resources: [],
+        detail: {},
+      } satisfies EventBridgeEvent<string, unknown>,
+      lambdaContext(),
+    )
+
+  // One run at a time (the handler's lease would skip a second one): a run asked for while one
+  // is in progress waits for it, and all such asks share the next run.
+  let running: Promise<KeySyncResult> | undefined
+  let queued: Promise<KeySyncResult> | undefined
+  const run = (trigger = 'Local control plane'): Promise<KeySyncResult> => {
+    if (!running) {
+      running = invoke(trigger).finally(() => {
+        running = undefined
+      })
+      return running
+    }
+    queued ??= running
+      .catch(() => undefined)
+      .then(() => {
+        queued = undefined
+        return run(trigger)
+      })
+    return queued
+  }
+  const quietly = (trigger: string) => {
+    // The handler logs a failure itself; the next trigger runs again.
+    run(trigger).catch(() => undefined)
+  }
+
+  let changeTimer: NodeJS.Timeout | undefined
+  let stopped = false
+  const schedule =
+    options.intervalMs > 0
+      ? setInterval(() => quietly(SCHEDULED_EVENT), options.intervalMs).unref()
+      : undefined
+  return {
+    run: () => run(),
+    changed: () => {
+      if (stopped) return
+      changeTimer ??= setTimeout(() => {
+        changeTimer = undefined
+        quietly('Local control plane change')
+      }, CHANGE_COALESCE_MS)
+    },
+    stop: async () => {
+      stopped = true
+      clearInterval(schedule)
+      clearTimeout(changeTimer)
+      await Promise.allSettled([running, queued])
+      client.destroy()
+    },
+  }
+}

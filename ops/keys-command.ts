@@ -1,0 +1,274 @@
+import { parseArgs } from 'node:util'
+import { isPlanName, PLAN_NAMES } from '#shared/config/plans-config.ts'
+import { KeyAdminError, type PlanSelector } from './key-admin-service.ts'
+import { openStageTarget, type StageTarget, type TargetChoice } from './stage-target-resolver.ts'
+
+/**
+ * `npm run keys -- …`: the one way to manage keys, locally and on AWS. Key values go to stdout
+ * only for a key just created (so `KEY=$(npm run -s keys -- create --plan free)` works); every
+ * other line goes to stderr. Exit codes: 0 done, 1 failed, 2 a usage error.
+ */
+export const KEYS_USAGE = `usage: npm run keys -- [--stage staging|production [--region R] | --url http://127.0.0.1:3000] <command>
+  create --plan <${PLAN_NAMES.join('|')}> | --customer <name>  [--name <name>]
+                                  create a key on a plan, print it once it works
+  list                            keys of the stage: plan, enabled, created, today's use
+  disable <id> | enable <id>      stop or restart a key
+  revoke <id>                     delete a key (it gets 401 at once)
+  move <id> --plan <plan> | --customer <name>
+                                  put a key on another plan (its limits change at once)
+  rotate <id> [--overlap 24h]     a new key on the same plan; the old one works until revoked,
+                                  or until the overlap (s, m, h or d) ends
+  plan list                       the stage's usage plans
+  plan create --customer <name> --per-minute <n> --per-day <n>
+                                  a per-customer Enterprise plan
+Without --stage the local server (npm start) is used: HOST and PORT as npm start reads them, or --url.`
+
+export interface CommandIo {
+  stdout: (text: string) => void
+  stderr: (text: string) => void
+  env: NodeJS.ProcessEnv
+}
+
+/** Opens a stage (tests pass their own). */
+export type TargetOpener = (choice: TargetChoice) => Promise<StageTarget>
+
+class UsageError extends Error {}
+
+const DURATION = /^(\d+)(s|m|h|d)$/
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
+
+/** `24h`, `90m`, `2d`, `30s` in milliseconds. */
+export const parseDuration = (text: string): number => {
+  const match = DURATION.exec(text.trim())
+  if (!match?.[1] || !match[2]) throw new UsageError(`--overlap must look like 24h, 90m, 2d or 30s`)
+  return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS]
+}
+
+const positiveInteger = (name: string, text: string | undefined): number => {
+  if (text === undefined || !/^[1-9]\d*$/.test(text)) {
+    throw new UsageError(`--${name} must be a positive integer`)
+  }
+  return Number(text)
+}
+
+const selectorOf = (values: { plan?: string | undefined; customer?: string | undefined }) => {
+  if (values.plan !== undefined && values.customer !== undefined) {
+    throw new UsageError('give --plan or --customer, not both')
+  }
+  if (values.customer !== undefined) return { customer: values.customer } satisfies PlanSelector
+  const plan = values.plan?.toLowerCase() ?? ''
+  if (!isPlanName(plan)) {
+    throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(', ')} (or give --customer)`)
+  }
+  return { plan } satisfies PlanSelector
+}
+
+const table = (rows: string[][]): string => {
+  const widths = rows[0]?.map((_, column) =>
+    Math.max(...rows.map((row) => row[column]?.length ?? 0)),
+  )
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths?.[column] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')
+}
+
+const run = async (
+  target: StageTarget,
+  command: string,
+  args: string[],
+  values: Record<string, string | boolean | undefined>,
+  io: CommandIo,
+): Promise<void> => {
+  const { admin, stage } = target
+  const say = (line: string) => io.stderr(`${line}\n`)
+  const str = (name: string) => values[name] as string | undefined
+  const idArg = () => {
+    const id = args[0]
+    if (!id) throw new UsageError(`${command} needs a key id (or name)`)
+    return id
+  }
+  switch (command) {
+    case 'create': {
+      const selector = selectorOf({ plan: str('plan'), customer: str('customer') })
+      const name = str('name') ?? `key-${new Date().toISOString().slice(0, 10)}`
+      const key = await admin.createKey({ selector, name })
+      io.stdout(`${key.value}\n`)
+      say(
+        `created key ${key.id} "${key.name}" on ${key.plan} (${key.limits.perMinute}/minute, ${key.limits.perDay}/day) on stage ${stage}: it works now`,
+      )
+      return
+    }
+    case 'list': {
+      const { rows, otherKeys } = await admin.listKeys()
+      const now = Date.now()
+      io.stdout(
+        `${table([
+          ['ID', 'NAME', 'PLAN', 'ENABLED', 'CREATED', 'TODAY', 'NOTE'],
+          ...rows.map((row) => [
+            row.id,
+            row.name,
+            row.plan,
+            row.enabled ? 'yes' : 'no',
+            row.createdDate?.toISOString().replace(/\.\d{3}Z$/, 'Z') ?? '',
+            String(row.usedToday),
+            row.disableAfter === undefined
+              ? ''
+              : Date.parse(row.disableAfter) > now
+                ? `works until ${row.disableAfter}`
+                : `refused since ${row.disableAfter}`,
+          ]),
+        ])}\n`,
+      )
+      if (otherKeys > 0)
+        say(`${otherKeys} other key(s) in this Region are on no plan of stage ${stage}`)
+      return
+    }
+    case 'enable':
+    case 'disable': {
+      const result = await admin.setEnabled(idArg(), command === 'enable')
+      say(
+        command === 'disable'
+          ? `disabled key ${result.id}: it gets 401 now`
+          : result.works
+            ? `enabled key ${result.id} on ${result.plan}: it works now`
+            : `enabled key ${result.id}, but it is on no valid plan of stage ${stage} (or past its overlap): it still gets 401`,
+      )
+      return
+    }
+    case 'revoke': {
+      const result = await admin.revoke(idArg())
+      say(`revoked (deleted) key ${result.id}: it gets 401 now`)
+      return
+    }
+    case 'move': {
+      const result = await admin.move(
+        idArg(),
+        selectorOf({ plan: str('plan'), customer: str('customer') }),
+      )
+      say(
+        `moved key ${result.id} from ${result.from ?? 'no plan'} to ${result.to}${result.works ? ': its new limits apply now' : ' (it is disabled: still 401)'}`,
+      )
+      return
+    }
+    case 'rotate': {
+      const overlap = str('overlap')
+      const result = await admin.rotate(
+        idArg(),
+        overlap === undefined ? {} : { overlapMs: parseDuration(overlap) },
+      )
+      io.stdout(`${result.created.value}\n`)
+      say(
+        `created key ${result.created.id} on ${result.created.plan}: it works now. Key ${result.oldId} works ${
+          result.disableAfter
+            ? `until ${result.disableAfter}, then the key sync refuses it`
+            : `until you revoke it: npm run keys -- revoke ${result.oldId}`
+        }`,
+      )
+      return
+    }
+    case 'plan': {
+      const [sub] = args
+      if (sub === 'list') {
+        const plans = await admin.listPlans()
+        io.stdout(
+          `${table([
+            ['ID', 'NAME', 'PLAN', 'PER MINUTE', 'PER DAY', 'KEYS'],
+            ...plans.map((plan) => [
+              plan.id,
+              plan.name,
+              plan.label,
+              'error' in plan.grant
+                ? `refused: ${plan.grant.error}`
+                : String(plan.grant.limits.perMinute),
+              'error' in plan.grant ? '' : String(plan.grant.limits.perDay),
+              String(plan.keys),
+            ]),
+          ])}\n`,
+        )
+        return
+      }
+      if (sub === 'create') {
+        const customer = str('customer')
+        if (!customer) throw new UsageError('plan create needs --customer')
+        const plan = await admin.createCustomerPlan({
+          customer,
+          perMinute: positiveInteger('per-minute', str('per-minute')),
+          perDay: positiveInteger('per-day', str('per-day')),
+        })
+        io.stdout(`${plan.id}\n`)
+        say(
+          `created usage plan ${plan.id} (${plan.name}) on stage ${stage}; its keys: npm run keys -- create --customer ${customer} --name <name>`,
+        )
+        return
+      }
+      throw new UsageError('plan needs list or create')
+    }
+    default:
+      throw new UsageError(`unknown command "${command}"`)
+  }
+}
+
+export const runKeysCommand = async (
+  argv: string[],
+  io: CommandIo,
+  open: TargetOpener = openStageTarget,
+): Promise<number> => {
+  let target: StageTarget | undefined
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      options: {
+        stage: { type: 'string' },
+        region: { type: 'string' },
+        url: { type: 'string' },
+        plan: { type: 'string' },
+        customer: { type: 'string' },
+        name: { type: 'string' },
+        overlap: { type: 'string' },
+        'per-minute': { type: 'string' },
+        'per-day': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: true,
+    })
+    const [command, ...args] = positionals
+    if (values.help || !command) {
+      io.stdout(`${KEYS_USAGE}\n`)
+      return values.help ? 0 : 2
+    }
+    if (values.stage !== undefined && values.url !== undefined) {
+      throw new UsageError('give --stage or --url, not both')
+    }
+    target = await open({
+      stage: values.stage,
+      url: values.url,
+      region: values.region,
+      env: io.env,
+      warn: (message) => io.stderr(`warning: ${message}\n`),
+    })
+    await run(target, command, args, values, io)
+    return 0
+  } catch (error) {
+    if (
+      error instanceof UsageError ||
+      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+    ) {
+      io.stderr(`keys: ${(error as Error).message}\n${KEYS_USAGE}\n`)
+      return 2
+    }
+    if (error instanceof KeyAdminError) {
+      io.stderr(`keys: ${error.message}\n`)
+      return 1
+    }
+    // An SDK error names its exception and says what AWS said; it carries no key value.
+    io.stderr(`keys: ${(error as Error).name}: ${(error as Error).message}\n`)
+    return 1
+  } finally {
+    target?.close()
+  }
+}

@@ -1,0 +1,73 @@
+import { type CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation'
+import { stackName } from '#infra/config/stack-names-config.ts'
+import { PLAN_DISPLAY_NAMES, PLAN_NAMES, type PlanName } from '#shared/config/plans-config.ts'
+
+/**
+ * What the keys CLI and the smoke test need to know about a stage, by the names of its stack
+ * outputs (docs/operations.md, "Stack outputs"): the API stack's BaseUrl, RestApiId, StageName,
+ * <Plan>UsagePlanId and KeySyncFunctionName, the data stack's KeyMirrorTableName. The local
+ * server serves the same names at /_local/outputs.
+ */
+export interface StageOutputs {
+  baseUrl: string
+  restApiId: string
+  stageName: string
+  planIds: Record<PlanName, string>
+  /** Deployed stages only: invoked to run a sync. */
+  keySyncFunctionName?: string
+  /** Deployed stages only: read to see what the mirror holds. */
+  keyMirrorTableName?: string
+}
+
+/** The outputs a stage must have, named in the error when one is missing. */
+export const stageOutputsFrom = (outputs: Record<string, string>, where: string): StageOutputs => {
+  const required = (name: string): string => {
+    const value = outputs[name]
+    if (!value) throw new Error(`${where} has no output ${name}: deploy the stage first`)
+    return value
+  }
+  const planIds = Object.fromEntries(
+    PLAN_NAMES.map((plan) => [plan, required(`${PLAN_DISPLAY_NAMES[plan]}UsagePlanId`)]),
+  ) as Record<PlanName, string>
+  return {
+    baseUrl: required('BaseUrl'),
+    restApiId: required('RestApiId'),
+    stageName: required('StageName'),
+    planIds,
+    ...(outputs.KeySyncFunctionName ? { keySyncFunctionName: outputs.KeySyncFunctionName } : {}),
+    ...(outputs.KeyMirrorTableName ? { keyMirrorTableName: outputs.KeyMirrorTableName } : {}),
+  }
+}
+
+const outputsOf = async (client: CloudFormationClient, name: string) => {
+  const { Stacks = [] } = await client.send(new DescribeStacksCommand({ StackName: name }))
+  const stack = Stacks[0]
+  if (!stack) throw new Error(`No stack ${name} in this account and Region`)
+  return Object.fromEntries(
+    (stack.Outputs ?? []).flatMap((output) =>
+      output.OutputKey && output.OutputValue ? [[output.OutputKey, output.OutputValue]] : [],
+    ),
+  ) as Record<string, string>
+}
+
+/** A deployed stage's outputs: two DescribeStacks calls (API and data stack). */
+export const readStackOutputs = async (
+  client: CloudFormationClient,
+  stage: string,
+): Promise<StageOutputs> => {
+  const api = stackName(stage, 'api')
+  const data = stackName(stage, 'data')
+  const [apiOutputs, dataOutputs] = await Promise.all([
+    outputsOf(client, api),
+    outputsOf(client, data),
+  ])
+  const outputs = stageOutputsFrom(apiOutputs, `Stack ${api}`)
+  if (!outputs.keySyncFunctionName) {
+    throw new Error(`Stack ${api} has no output KeySyncFunctionName: deploy the stage first`)
+  }
+  const keyMirrorTableName = dataOutputs.KeyMirrorTableName
+  if (!keyMirrorTableName) {
+    throw new Error(`Stack ${data} has no output KeyMirrorTableName: deploy the stage first`)
+  }
+  return { ...outputs, keyMirrorTableName }
+}

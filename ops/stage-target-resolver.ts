@@ -1,0 +1,125 @@
+import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
+import { CloudFormationClient } from '@aws-sdk/client-cloudformation'
+import { LambdaClient } from '@aws-sdk/client-lambda'
+import { TokenBucketPacer } from '#functions/key-sync/call-pacer.ts'
+import { MANAGEMENT_API_PATH } from '#local/control-plane-handler.ts'
+import { createDocumentClient } from '#shared/data/dynamo-client.ts'
+import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { CLI_CALL_RATE, KeyAdmin, KeyAdminError } from './key-admin-service.ts'
+import { readStackOutputs, type StageOutputs, stageOutputsFrom } from './stack-outputs-reader.ts'
+import { AwsStageSync, LocalStageSync } from './stage-sync-client.ts'
+
+/**
+ * Where a keys command goes: the local server's control plane by default, or a deployed stage
+ * with `--stage`, found by its stack outputs with the operator's AWS credentials and Region.
+ */
+export interface StageTarget {
+  /** `local`, `staging` or `production`. */
+  stage: string
+  outputs: StageOutputs
+  admin: KeyAdmin
+  /** Releases the SDK clients' connections. */
+  close(): void
+}
+
+export interface TargetChoice {
+  /** A deployed stage; undefined for the local server. */
+  stage?: string | undefined
+  /** The local server's address (default: HOST and PORT as `npm start` reads them). */
+  url?: string | undefined
+  region?: string | undefined
+  env: NodeJS.ProcessEnv
+  warn: (message: string) => void
+}
+
+/** The deployed stages (infra/config/stage-config.ts, which loads aws-cdk-lib: not imported here). */
+export const DEPLOYED_STAGES = ['staging', 'production'] as const
+
+/** The local server `npm start` would listen on, reached over loopback. */
+export const localOrigin = (env: NodeJS.ProcessEnv): string => {
+  const host = env.HOST?.trim()
+  const loopback = host === '::1' ? '[::1]' : '127.0.0.1'
+  return `http://${loopback}:${env.PORT?.trim() || '3000'}`
+}
+
+const openLocal = async (origin: string, warn: (message: string) => void): Promise<StageTarget> => {
+  let record: Record<string, string>
+  try {
+    const response = await fetch(`${origin}/_local/outputs`)
+    if (response.status !== 200) throw new Error(String(response.status))
+    record = (await response.json()) as Record<string, string>
+  } catch {
+    throw new KeyAdminError(
+      `No local server answers at ${origin}: start it with npm start (or pass --url, or --stage for a deployed stage)`,
+    )
+  }
+  const outputs = stageOutputsFrom(record, `The local server at ${origin}`)
+  const client = new APIGatewayClient({
+    endpoint: `${origin}${MANAGEMENT_API_PATH}`,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 2,
+  })
+  const admin = new KeyAdmin({
+    client,
+    outputs,
+    sync: new LocalStageSync(origin),
+    stage: 'local',
+    region: 'us-east-1',
+    mirrorWaitMs: 10_000,
+    warn,
+  })
+  return { stage: 'local', outputs, admin, close: () => client.destroy() }
+}
+
+const openDeployed = async (
+  stage: string,
+  region: string | undefined,
+  warn: (message: string) => void,
+): Promise<StageTarget> => {
+  const config = region ? { region } : {}
+  const cloudFormation = new CloudFormationClient(config)
+  const api = new APIGatewayClient({ ...config, maxAttempts: 5 })
+  const lambda = new LambdaClient(config)
+  const documentClient = createDocumentClient(config)
+  const close = () => {
+    for (const client of [cloudFormation, api, lambda, documentClient]) client.destroy()
+  }
+  try {
+    const outputs = await readStackOutputs(cloudFormation, stage)
+    const admin = new KeyAdmin({
+      client: api,
+      outputs,
+      sync: new AwsStageSync({
+        lambda,
+        functionName: outputs.keySyncFunctionName as string,
+        mirror: new KeyMirrorRepository({
+          client: documentClient,
+          tableName: outputs.keyMirrorTableName as string,
+        }),
+      }),
+      stage,
+      region: await api.config.region(),
+      pacer: new TokenBucketPacer(CLI_CALL_RATE),
+      warn,
+    })
+    return { stage, outputs, admin, close }
+  } catch (error) {
+    close()
+    throw error
+  }
+}
+
+export const openStageTarget = async ({
+  stage,
+  url,
+  region,
+  env,
+  warn,
+}: TargetChoice): Promise<StageTarget> => {
+  if (stage === undefined) return openLocal((url ?? localOrigin(env)).replace(/\/+$/, ''), warn)
+  if (!(DEPLOYED_STAGES as readonly string[]).includes(stage)) {
+    throw new KeyAdminError(`--stage must be one of ${DEPLOYED_STAGES.join(', ')}`)
+  }
+  return openDeployed(stage, region, warn)
+}

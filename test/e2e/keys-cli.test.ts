@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runKeysCommand } from '#ops/keys-command.ts'
+import {
+  apiClient,
+  type InProcessServer,
+  runScriptToExit,
+  startInProcessServer,
+} from '#test/support/local-server.ts'
+
+/**
+ * `npm run keys` against the local server, whose keys take the path they take on AWS (control
+ * plane, key sync, key mirror, authorizer). The server caches authorizer answers for 300 s, as
+ * production does: only the flush after each change makes a revocation apply at once. Commands
+ * run in this process (runKeysCommand, what the CLI runs), one as the real CLI process.
+ */
+let server: InProcessServer
+let origin: string
+
+beforeAll(async () => {
+  server = await startInProcessServer(
+    { PETSTORE_API_KEYS: '', PETSTORE_AUTHORIZER_CACHE_TTL: '300' },
+    { failedAuthLimit: 100_000 },
+  )
+  origin = new URL(server.baseUrl).origin
+})
+afterAll(async () => {
+  await server?.stop()
+})
+
+const keys = async (...args: string[]) => {
+  let stdout = ''
+  let stderr = ''
+  const code = await runKeysCommand(['--url', origin, ...args], {
+    stdout: (text) => {
+      stdout += text
+    },
+    stderr: (text) => {
+      stderr += text
+    },
+    env: {},
+  })
+  return { code, stdout, stderr }
+}
+
+const created = async (...args: string[]) => {
+  const result = await keys('create', ...args)
+  expect(result.code, result.stderr).toBe(0)
+  const id = /created key (\w+)/.exec(result.stderr)?.[1] as string
+  return { key: result.stdout.trim(), id }
+}
+
+const policyOf = async (key: string) => {
+  const response = await apiClient(server.baseUrl, key).get('/pets?limit=1')
+  expect(response.status).toBe(200)
+  return response.headers.get('ratelimit-policy')
+}
+
+/** Polls until `status` answers, for at most a second; the last status seen. */
+const statusWithinASecond = async (key: string, status: number) => {
+  const api = apiClient(server.baseUrl, key)
+  const started = Date.now()
+  let seen = (await api.get('/pets?limit=1')).status
+  while (seen !== status && Date.now() - started < 1_000)
+    seen = (await api.get('/pets?limit=1')).status
+  return seen
+}
+
+describe('npm run keys, locally', () => {
+  it('prints a key that works on its first request (the real CLI process)', async () => {
+    const result = await runScriptToExit(
+      'ops/keys-cli.ts',
+      ['--url', origin, 'create', '--plan', 'pro', '--name', 'alice'],
+      {},
+    )
+    expect(result.code, result.output).toBe(0)
+    const key = result.stdout.trim()
+    expect(result.stdout).toBe(`${key}\n`)
+    expect(result.output).toMatch(/created key \w+ "alice" on pro \(300\/minute, 10000\/day\)/)
+    const first = await apiClient(server.baseUrl, key).get('/pets?limit=1')
+    expect(first.status).toBe(200)
+    expect(first.headers.get('x-ratelimit-limit')).toBe('300')
+  })
+
+  it('refuses a disabled key within a second, and takes it back when enabled', async () => {
+    const { key, id } = await created('--plan', 'free', '--name', 'bob')
+    expect((await apiClient(server.baseUrl, key).get('/pets')).status).toBe(200)
+    expect((await keys('disable', id)).code).toBe(0)
+    expect(await statusWithinASecond(key, 401)).toBe(401)
+    expect((await keys('enable', 'bob')).code).toBe(0)
+    expect((await apiClient(server.baseUrl, key).get('/pets')).status).toBe(200)
+  })
+
+  it('refuses a revoked key within a second', async () => {
+    const { key, id } = await created('--plan', 'business', '--name', 'carol')
+    expect((await apiClient(server.baseUrl, key).get('/pets')).status).toBe(200)
+    const revoked = await keys('revoke', id)
+    expect(revoked.code).toBe(0)
+    expect(revoked.stderr).toContain(`revoked (deleted) key ${id}: it gets 401 now`)
+    expect(await statusWithinASecond(key, 401)).toBe(401)
+    expect((await keys('revoke', id)).code).toBe(1)
+  })
+
+  it("keeps a rotated key's old and new values working until the old one is revoked", async () => {
+    const old = await created('--plan', 'pro', '--name', 'dave')
+    const rotated = await keys('rotate', old.id)
+    expect(rotated.code, rotated.stderr).toBe(0)
+    const fresh = rotated.stdout.trim()
+    expect(fresh).not.toBe(old.key)
+    for (const key of [old.key, fresh, old.key, fresh])
+      expect(await policyOf(key)).toContain('q=300')
+    expect((await keys('revoke', old.id)).code).toBe(0)
+    expect(await statusWithinASecond(old.key, 401)).toBe(401)
+    expect((await apiClient(server.baseUrl, fresh).get('/pets')).status).toBe(200)
+  })
+
+  it('ends a rotation overlap by itself: the old key is marked with when it stops', async () => {
+    const old = await created('--plan', 'free', '--name', 'erin')
+    const rotated = await keys('rotate', old.id, '--overlap', '24h')
+    expect(rotated.stderr).toMatch(new RegExp(`Key ${old.id} works until \\d{4}-\\d\\d-\\d\\dT`))
+    const listed = await keys('list')
+    expect(listed.stdout).toMatch(
+      new RegExp(`${old.id}\\s+erin\\s+free\\s+yes\\s+\\S+\\s+\\d+\\s+works until`),
+    )
+  })
+
+  it('moves a key to another plan: the headers show the new limits at once', async () => {
+    const { key, id } = await created('--plan', 'pro', '--name', 'frank')
+    expect(await policyOf(key)).toBe('"minute";q=300;w=60, "day";q=10000;w=86400')
+    const moved = await keys('move', id, '--plan', 'business')
+    expect(moved.stderr).toContain(`moved key ${id} from pro to business: its new limits apply now`)
+    expect(await policyOf(key)).toBe('"minute";q=1000;w=60, "day";q=100000;w=86400')
+  })
+
+  it("gives a per-customer Enterprise plan's limits to its keys", async () => {
+    const plan = await keys(
+      'plan',
+      'create',
+      '--customer',
+      'acme',
+      '--per-minute',
+      '20000',
+      '--per-day',
+      '5000000',
+    )
+    expect(plan.code, plan.stderr).toBe(0)
+    const { key, id } = await created('--customer', 'acme', '--name', 'acme-prod')
+    expect(await policyOf(key)).toBe('"minute";q=20000;w=60, "day";q=5000000;w=86400')
+    const other = await created('--plan', 'free', '--name', 'grace')
+    await keys('move', other.id, '--customer', 'acme')
+    expect(await policyOf(other.key)).toContain('"minute";q=20000')
+
+    const plans = await keys('plan', 'list')
+    expect(plans.stdout).toMatch(
+      /petstore-local-enterprise-acme\s+enterprise:acme\s+20000\s+5000000\s+2/,
+    )
+    const listed = await keys('list')
+    expect(listed.stdout).toMatch(
+      new RegExp(`${id}\\s+acme-prod\\s+enterprise:acme\\s+yes\\s+\\S+\\s+1\\b`),
+    )
+    // No key value is ever listed.
+    expect(listed.stdout).not.toContain(key)
+  })
+
+  it('answers usage errors with exit 2 and the usage, and a missing server with exit 1', async () => {
+    for (const args of [
+      ['create', '--plan', 'gold'],
+      ['move', 'x'],
+      ['frobnicate'],
+      ['rotate', 'x', '--overlap', 'soon'],
+    ]) {
+      const result = await keys(...args)
+      expect(result.code, args.join(' ')).toBe(2)
+      expect(result.stderr).toContain('usage: npm run keys')
+    }
+    let stderr = ''
+    const code = await runKeysCommand(['--url', 'http://127.0.0.1:1', 'list'], {
+      stdout: () => undefined,
+      stderr: (text) => {
+        stderr += text
+      },
+      env: {},
+    })
+    expect(code).toBe(1)
+    expect(stderr).toContain(
+      'No local server answers at http://127.0.0.1:1: start it with npm start',
+    )
+  })
+})

@@ -1,0 +1,114 @@
+import {
+  APIGatewayClient,
+  CreateApiKeyCommand,
+  CreateUsagePlanKeyCommand,
+  DeleteApiKeyCommand,
+  GetUsagePlansCommand,
+  UpdateApiKeyCommand,
+} from '@aws-sdk/client-api-gateway'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { hashApiKey } from '#shared/data/key-mirror-schema.ts'
+import {
+  apiClient,
+  type InProcessServer,
+  startInProcessServer,
+} from '#test/support/local-server.ts'
+
+/**
+ * One key path locally, as on AWS: a change made through API Gateway's management API (here the
+ * SDK itself, no CLI waiting on anything) reaches the key mirror through the real key sync, which
+ * flushes the authorizer cache; the authorizer reads only the mirror. With production's 300 s
+ * cache TTL, only the flush makes a revocation apply at once. No schedule runs in tests: the
+ * control plane's own change trigger is what is measured, with a one-second bound.
+ */
+let server: InProcessServer
+let client: APIGatewayClient
+let proPlanId: string
+
+beforeAll(async () => {
+  server = await startInProcessServer(
+    { PETSTORE_API_KEYS: '', PETSTORE_AUTHORIZER_CACHE_TTL: '300' },
+    // Polling for a 401 is a stream of failed authentications from one address.
+    { failedAuthLimit: 100_000 },
+  )
+  client = new APIGatewayClient({
+    endpoint: server.managementEndpoint,
+    region: 'eu-west-1',
+    credentials: { accessKeyId: 'any', secretAccessKey: 'any' },
+  })
+  const { items = [] } = await client.send(new GetUsagePlansCommand({}))
+  proPlanId = items.find((plan) => plan.name === 'petstore-local-pro')?.id as string
+})
+afterAll(async () => {
+  client?.destroy()
+  await server?.stop()
+})
+
+/** Polls until `status` answers, for at most a second; the last status it saw. */
+const statusWithinASecond = async (key: string, status: number): Promise<number> => {
+  const api = apiClient(server.baseUrl, key)
+  const started = Date.now()
+  let seen = (await api.get('/pets?limit=1')).status
+  while (seen !== status && Date.now() - started < 1_000) {
+    seen = (await api.get('/pets?limit=1')).status
+  }
+  return seen
+}
+
+const newProKey = async (name: string) => {
+  const key = await client.send(new CreateApiKeyCommand({ name, enabled: true }))
+  await client.send(
+    new CreateUsagePlanKeyCommand({ usagePlanId: proPlanId, keyId: key.id, keyType: 'API_KEY' }),
+  )
+  return { id: key.id as string, value: key.value as string }
+}
+
+const mirrorItem = async (value: string) => {
+  const response = await fetch(
+    `${new URL(server.baseUrl).origin}/_local/key-mirror/${hashApiKey(value)}`,
+  )
+  return response.status === 200 ? ((await response.json()) as Record<string, unknown>) : undefined
+}
+
+describe('a key changed through the management API', () => {
+  it('works within a second of being created and attached, with its plan from the mirror', async () => {
+    const key = await newProKey('created')
+    expect(await statusWithinASecond(key.value, 200)).toBe(200)
+    const answer = await apiClient(server.baseUrl, key.value).get('/pets?limit=1')
+    expect(answer.headers.get('ratelimit-policy')).toBe(
+      '"minute";q=300;w=60, "day";q=10000;w=86400',
+    )
+    expect(await mirrorItem(key.value)).toMatchObject({
+      keyId: key.id,
+      plan: 'pro',
+      perMinute: 300,
+      usagePlanId: proPlanId,
+    })
+  })
+
+  it('is refused within a second of being disabled, despite a cached Allow', async () => {
+    const key = await newProKey('disabled')
+    expect(await statusWithinASecond(key.value, 200)).toBe(200)
+    await client.send(
+      new UpdateApiKeyCommand({
+        apiKey: key.id,
+        patchOperations: [{ op: 'replace', path: '/enabled', value: 'false' }],
+      }),
+    )
+    expect(await statusWithinASecond(key.value, 401)).toBe(401)
+    expect(await mirrorItem(key.value)).toBeUndefined()
+  })
+
+  it('is refused within a second of being deleted, despite a cached Allow', async () => {
+    const key = await newProKey('deleted')
+    expect(await statusWithinASecond(key.value, 200)).toBe(200)
+    await client.send(new DeleteApiKeyCommand({ apiKey: key.id }))
+    expect(await statusWithinASecond(key.value, 401)).toBe(401)
+  })
+
+  it('is refused while on no plan of the stage, however enabled', async () => {
+    const key = await client.send(new CreateApiKeyCommand({ name: 'planless', enabled: true }))
+    await server.syncKeys()
+    expect((await apiClient(server.baseUrl, key.value as string).get('/pets')).status).toBe(401)
+  })
+})

@@ -1,0 +1,116 @@
+import { createServer, request, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  type InProcessServer,
+  runScriptToExit,
+  startInProcessServer,
+} from '#test/support/local-server.ts'
+
+/**
+ * `npm run smoke` as an operator runs it after a deploy, here against the local server (and a
+ * proxy in front of it that breaks the contract): a real process, its report and exit code.
+ */
+const KEY = 'smoke-given-key-0123456789abcdef'
+let server: InProcessServer
+let proxy: Server
+let proxyUrl: string
+
+/**
+ * Forwards everything to the local server, but answers a create with a pet whose categoryId is a
+ * string: a response the OpenAPI document does not allow.
+ */
+const startBreakingProxy = async (target: URL): Promise<Server> => {
+  const breaking = createServer((req, res) => {
+    const forward = request(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+      },
+      (upstream) => {
+        const chunks: Buffer[] = []
+        upstream.on('data', (chunk: Buffer) => chunks.push(chunk))
+        upstream.on('end', () => {
+          let body = Buffer.concat(chunks)
+          if (req.method === 'POST' && req.url === '/v1/pets' && upstream.statusCode === 201) {
+            const pet = JSON.parse(body.toString()) as Record<string, unknown>
+            body = Buffer.from(JSON.stringify({ ...pet, categoryId: String(pet.categoryId) }))
+          }
+          res.writeHead(upstream.statusCode ?? 502, {
+            ...upstream.headers,
+            'content-length': String(body.length),
+          })
+          res.end(body)
+        })
+      },
+    )
+    req.pipe(forward)
+  })
+  await new Promise<void>((resolve) => breaking.listen(0, '127.0.0.1', resolve))
+  return breaking
+}
+
+beforeAll(async () => {
+  server = await startInProcessServer({ PETSTORE_API_KEYS: `free:${KEY}` })
+  proxy = await startBreakingProxy(new URL(server.baseUrl))
+  proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/v1`
+})
+afterAll(async () => {
+  await new Promise((resolve) => proxy?.close(resolve))
+  await server?.stop()
+})
+
+const smoke = (...args: string[]) => runScriptToExit('ops/smoke-cli.ts', args, {})
+
+describe.concurrent('npm run smoke', () => {
+  it('passes against the local server, with a temporary key it makes and revokes', async () => {
+    const result = await smoke('--base-url', server.baseUrl)
+    expect(result.code, result.output).toBe(0)
+    for (const check of [
+      'temporary key',
+      'the key works',
+      'createPet',
+      'getPet',
+      'listPets',
+      'rate-limit headers',
+      '401',
+      'temporary key revoked',
+    ]) {
+      expect(result.output).toContain(`  ok    ${check}: `)
+    }
+    expect(result.output).toContain('policy "minute";q=60;w=60, "day";q=1000;w=86400')
+    expect(result.output).toMatch(
+      /passed: 8 of 8 checks, \d+ answers checked against openapi\/openapi\.json/,
+    )
+  })
+
+  it('passes with a given key, which it neither makes nor revokes', async () => {
+    const result = await smoke('--base-url', server.baseUrl, '--key', KEY)
+    expect(result.code, result.output).toBe(0)
+    expect(result.output).toContain('passed: 6 of 6 checks')
+    expect(result.output).not.toContain(KEY)
+  })
+
+  it('fails, naming the answer and the rule, when a response breaks the contract', async () => {
+    const result = await smoke('--base-url', proxyUrl)
+    expect(result.code, result.output).toBe(1)
+    expect(result.output).toMatch(
+      / {2}FAIL {2}createPet: broke the contract:\n\s+- createPet 201: body \/categoryId must be integer/,
+    )
+    // getPet answers the pet as stored, which the broken create answer no longer matches.
+    expect(result.output).toContain('  FAIL  getPet: another pet came back')
+    // Everything else still ran, and the temporary key is gone.
+    expect(result.output).toContain('  ok    listPets: ')
+    expect(result.output).toContain('  ok    temporary key revoked: ')
+    expect(result.output).toContain('FAILED: 6 of 8 checks')
+  })
+
+  it('exits 2 on a usage error', async () => {
+    const result = await smoke('--key', KEY)
+    expect(result.code).toBe(2)
+    expect(result.output).toContain('--key needs --base-url or --stage')
+  })
+})
