@@ -4,10 +4,10 @@ import {
   renderOpenApiDocument,
   renderOpenApiTypes,
 } from '#openapi/openapi-artifacts.ts'
+import { buildOpenApiDocument } from '#openapi/openapi-document.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
 import { IDEMPOTENCY_KEY_HEADER } from '#shared/domain/idempotency-schema.ts'
 import { ERROR_STATUS } from '#shared/errors/error-codes.ts'
-import { buildOpenApiDocument } from '#shared/openapi/openapi-document.ts'
 
 const document = buildOpenApiDocument()
 type Operation = {
