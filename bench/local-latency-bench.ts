@@ -23,7 +23,7 @@ import {
   idempotencyTableDefinition,
   petTableDefinition,
   rateLimitTableDefinition,
-} from '#shared/data/table-schema.ts'
+} from '#shared/data/table-keys.ts'
 import { logger } from '#shared/observability/logger.ts'
 import { percentile } from './bench-stats.ts'
 

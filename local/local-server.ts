@@ -12,7 +12,7 @@ import {
   idempotencyTableDefinition,
   petTableDefinition,
   rateLimitTableDefinition,
-} from '#shared/data/table-schema.ts'
+} from '#shared/data/table-keys.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { AuthorizerCache } from './authorizer-cache.ts'
 import {

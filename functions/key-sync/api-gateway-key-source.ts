@@ -8,7 +8,7 @@ import {
   type UsagePlanKey,
 } from '@aws-sdk/client-api-gateway'
 import { type PlanLimits, type PlanName, planFromTags } from '#shared/config/plans-config.ts'
-import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-schema.ts'
+import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import { type CallPacer, unpaced } from './call-pacer.ts'
 
 /** API Gateway's largest page; a runaway position chain stops at MAX_PAGES. */

@@ -8,7 +8,7 @@ import type { CfnFunction } from 'aws-cdk-lib/aws-lambda'
 import type { Construct } from 'constructs'
 import { KEY_SYNC_ENTRY } from '#functions/function-entries.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
-import { KEY_MIRROR_TABLE } from '#shared/data/table-schema.ts'
+import { KEY_MIRROR_TABLE } from '#shared/data/table-keys.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-construct.ts'
 

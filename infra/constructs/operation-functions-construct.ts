@@ -3,7 +3,7 @@ import type { Construct } from 'constructs'
 import { functionEntry } from '#functions/function-entries.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
 import { API_VERSION_PATH, type OperationId, ROUTES } from '#shared/config/routes-config.ts'
-import { PET_TABLE } from '#shared/data/table-schema.ts'
+import { PET_TABLE } from '#shared/data/table-keys.ts'
 import {
   PetstoreFunction,
   stageFunctionDefaults,

@@ -7,7 +7,7 @@ import {
   petTableDefinition,
   RATE_LIMIT_TABLE,
   rateLimitTableDefinition,
-} from '#shared/data/table-schema.ts'
+} from '#shared/data/table-keys.ts'
 import { appStage, type CfnResource, propsOf, resourcesOf } from './support/synth-app.ts'
 
 /** The four tables of a stage, found by the construct ids the data stack gives them. */

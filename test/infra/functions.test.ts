@@ -6,7 +6,7 @@ import type { Template } from 'aws-cdk-lib/assertions'
 import { buildSync } from 'esbuild'
 import { describe, expect, it } from 'vitest'
 import { ROUTES } from '#shared/config/routes-config.ts'
-import { PET_TABLE } from '#shared/data/table-schema.ts'
+import { PET_TABLE } from '#shared/data/table-keys.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import {
   appAssemblyDir,

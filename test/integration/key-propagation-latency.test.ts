@@ -2,12 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
 import { KeyMirrorStore } from '#functions/authorizer/key-mirror-store.ts'
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
+import type { KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import type {
   KeyMirrorRepository,
   MirrorDiff,
   ReplaceAllResult,
 } from '#shared/data/key-mirror-repository.ts'
-import type { KeyMirrorEntry } from '#shared/data/key-mirror-schema.ts'
 import {
   lambdaContext,
   scheduledEvent,

@@ -7,9 +7,9 @@ import {
   type MetricSink,
   MIN_EVENT_INTERVAL_MS,
 } from '#functions/key-sync/key-sync-handler.ts'
+import type { KeyMirrorEntry, KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
+import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import type { MirrorDiff, ReplaceAllResult } from '#shared/data/key-mirror-repository.ts'
-import type { KeyMirrorEntry, KeyMirrorItem } from '#shared/data/key-mirror-schema.ts'
-import { hashApiKey } from '#shared/data/key-mirror-schema.ts'
 import type { KeySyncState } from '#shared/data/key-sync-state-repository.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
 import { lambdaContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
