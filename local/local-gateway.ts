@@ -15,6 +15,7 @@ import type {
 } from 'aws-lambda'
 import { GATEWAY_RESPONSES } from '#infra/config/gateway-responses-config.ts'
 import { BEARER_TOKEN_VALIDATION_PATTERN, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
+import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
 import { API_VERSION_PATH, ROUTES, type Route } from '#shared/config/routes-config.ts'
 import { HttpError, retryAfterHeaders, validationFailed } from '#shared/errors/http-error.ts'
@@ -93,7 +94,6 @@ const gatewayError = (type: GatewayResponseType): HttpError => {
 const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024
 const ACCOUNT_ID = '000000000000'
 const API_ID = 'local'
-const FUNCTION_TIMEOUT_MS = 10_000
 
 interface CompiledRoute {
   route: Route
@@ -254,8 +254,13 @@ const queryOf = (url: URL) => {
   return { single, multi }
 }
 
-const lambdaContext = (functionName: string, requestId: string): Context => {
-  const deadline = Date.now() + FUNCTION_TIMEOUT_MS
+/** The Lambda context of one invocation, with the function's deployed timeout as its deadline. */
+const lambdaContext = (
+  functionName: string,
+  requestId: string,
+  timeoutSeconds: number,
+): Context => {
+  const deadline = Date.now() + timeoutSeconds * 1000
   return {
     callbackWaitsForEmptyEventLoop: true,
     functionName,
@@ -350,7 +355,7 @@ export const createLocalGateway = ({
             authorizationToken: authorization,
             methodArn: `arn:aws:execute-api:local:${ACCOUNT_ID}:${API_ID}/${stage}/${method}${resource}`,
           },
-          lambdaContext('authorizer', randomUUID()),
+          lambdaContext('authorizer', randomUUID(), FUNCTION_TIMEOUT_SECONDS.authorizer),
         )
         authorized = toAuthorization(result)
       } catch (error) {
@@ -443,7 +448,11 @@ export const createLocalGateway = ({
     try {
       result = await handlers[route.operationId](
         event,
-        lambdaContext(route.functionName, randomUUID()),
+        lambdaContext(
+          route.functionName,
+          randomUUID(),
+          FUNCTION_TIMEOUT_SECONDS[route.operationId],
+        ),
       )
     } catch (error) {
       // A function that throws past its error middleware: API Gateway's DEFAULT_5XX.

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { MetricUnit } from '@aws-lambda-powertools/metrics'
 import middy from '@middy/core'
 import type { CloudFormationCustomResourceEvent, Context, EventBridgeEvent } from 'aws-lambda'
+import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import type { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
@@ -49,10 +50,10 @@ const MANAGEMENT_EVENT = 'AWS API Call via CloudTrail'
 export const MIN_EVENT_INTERVAL_MS = 10_000
 
 /**
- * The lease outlives the function's 60 s timeout, so a run that dies holds it no longer than
- * this, and never shorter than a live run.
+ * The lease outlives the function's timeout by 30 s (90 s), so a run that dies holds it no longer
+ * than this, and never shorter than a live run.
  */
-export const LEASE_MS = 90_000
+export const LEASE_MS = (FUNCTION_TIMEOUT_SECONDS.keySync + 30) * 1_000
 
 /** How long the deploy's sync waits for a run in progress (it then leaves the mirror to it). */
 const DEPLOY_LEASE_WAIT = { attempts: 10, delayMs: 2_000 }

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import type { Template } from 'aws-cdk-lib/assertions'
 import { buildSync } from 'esbuild'
 import { describe, expect, it } from 'vitest'
+import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
 import { PET_TABLE } from '#shared/data/table-keys.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
@@ -45,20 +46,20 @@ describe('function configuration', () => {
     }
   })
 
-  it('gives pet functions 512 MB and 10 s, the authorizer 256 MB and 5 s, the sync 60 s', () => {
+  it('gives pet functions and the sync 512 MB, the authorizer 256 MB, each the timeout the local gateway reports', () => {
     for (const route of ROUTES) {
       expect(propsOf(functionByService(apiOf('production'), route.operationId)[1])).toMatchObject({
         MemorySize: 512,
-        Timeout: 10,
+        Timeout: FUNCTION_TIMEOUT_SECONDS[route.operationId],
       })
     }
     expect(propsOf(functionByService(apiOf('production'), 'authorizer')[1])).toMatchObject({
       MemorySize: 256,
-      Timeout: 5,
+      Timeout: FUNCTION_TIMEOUT_SECONDS.authorizer,
     })
     expect(propsOf(functionByService(apiOf('production'), KEY_SYNC_OPERATION)[1])).toMatchObject({
       MemorySize: 512,
-      Timeout: 60,
+      Timeout: FUNCTION_TIMEOUT_SECONDS.keySync,
     })
   })
 

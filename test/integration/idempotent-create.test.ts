@@ -74,7 +74,7 @@ beforeEach(() => {
   sent.length = 0
 })
 
-const create = (body: object, idempotencyKey?: string, remainingMs = 10_000) =>
+const create = (body: object, idempotencyKey?: string, remainingMs?: number) =>
   handler(createPetEvent(body, idempotencyKey), contextWithRemaining(remainingMs))
 
 const completion = () => `UpdateItemCommand@${env.idempotencyTable}`
