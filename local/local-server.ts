@@ -158,7 +158,7 @@ export const startLocal = async (
 
   const handlers = await loadHandlers()
   functionsEndpoint = endpoint
-  const { createAuthorizerHandler } = await import('#functions/authorizer/authorizer-handler.ts')
+  const { authorizerHandler } = await import('#functions/authorizer/authorizer-handler.ts')
   const { logger } = await import('#shared/observability/logger.ts')
 
   let baseHost: string | undefined
@@ -175,7 +175,7 @@ export const startLocal = async (
   }
   const gateway = createLocalGateway({
     handlers,
-    authorizer: createAuthorizerHandler({ keyStore: keys.store, logger }),
+    authorizer: authorizerHandler({ keyStore: keys.store, logger }),
     onError: (message, error) => logger.error(message, { error }),
     authorizerCache,
     ...(options.backstopFor ? { backstopFor: options.backstopFor } : {}),

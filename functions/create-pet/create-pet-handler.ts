@@ -40,7 +40,7 @@ const leaseOf = (context: Context): number => {
  * POST /pets: stores a new pet and answers 201 with it, its assigned id and its Location. With an
  * Idempotency-Key a repeat gets the first answer again instead of a second pet.
  */
-export const createCreatePetHandler = (deps: CreatePetDependencies) =>
+export const createPetHandler = (deps: CreatePetDependencies) =>
   httpPipeline<RequestInput<typeof input>>(deps)
     .use(jsonBodyMiddleware())
     .use(validateRequestMiddleware(input))

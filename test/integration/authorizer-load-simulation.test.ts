@@ -4,7 +4,7 @@ import type { APIGatewayAuthorizerResult } from 'aws-lambda'
 import { mockClient } from 'aws-sdk-client-mock'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { percentile } from '#bench/bench-stats.ts'
-import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
+import { authorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
 import { KeyMirrorStore } from '#functions/authorizer/key-mirror-store.ts'
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
@@ -133,7 +133,7 @@ describe('authorizer load simulation', () => {
         },
         { step: 'initialize', name: 'countCommands' },
       )
-      const handler = createAuthorizerHandler({
+      const handler = authorizerHandler({
         keyStore: new KeyMirrorStore({ mirror: new KeyMirrorRepository({ client, tableName }) }),
         logger: silentLogger,
       })

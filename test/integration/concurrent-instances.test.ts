@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto'
 import { ScanCommand } from '@aws-sdk/lib-dynamodb'
 import type { APIGatewayProxyResult } from 'aws-lambda'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createCreatePetHandler } from '#functions/create-pet/create-pet-handler.ts'
-import { createGetPetHandler } from '#functions/get-pet/get-pet-handler.ts'
-import { createListPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
+import { createPetHandler } from '#functions/create-pet/create-pet-handler.ts'
+import { getPetHandler } from '#functions/get-pet/get-pet-handler.ts'
+import { listPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
 import { CursorCodec } from '#shared/data/cursor-codec.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
@@ -60,13 +60,13 @@ const instance = () => {
     ids: new BlockIdAllocator({ client, tableName: env.petTable, blockSize: 7 }),
   })
   const logger = fakeLogger()
-  const create = createCreatePetHandler({
+  const create = createPetHandler({
     logger,
     pets,
     idempotency: new IdempotencyRepository({ client, tableName: env.idempotencyTable }),
   })
-  const get = createGetPetHandler({ logger, pets, clock: systemClock })
-  const list = createListPetsHandler({ logger, pets, cursors: new CursorCodec(CURSOR_SECRET) })
+  const get = getPetHandler({ logger, pets, clock: systemClock })
+  const list = listPetsHandler({ logger, pets, cursors: new CursorCodec(CURSOR_SECRET) })
   return { create, get, list }
 }
 type Instance = ReturnType<typeof instance>

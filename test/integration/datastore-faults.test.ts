@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createCreatePetHandler } from '#functions/create-pet/create-pet-handler.ts'
+import { createPetHandler } from '#functions/create-pet/create-pet-handler.ts'
 import {
   createDocumentClient,
   type DynamoClientLimits,
@@ -39,7 +39,7 @@ const LIMITS: DynamoClientLimits = {
 
 let env: DynamoTestEnv
 let proxy: FaultProxy
-let handler: ReturnType<typeof createCreatePetHandler>
+let handler: ReturnType<typeof createPetHandler>
 
 beforeAll(async () => {
   env = await startDynamoTestEnv()
@@ -50,7 +50,7 @@ beforeAll(async () => {
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   })
   const logger = fakeLogger()
-  handler = createCreatePetHandler({
+  handler = createPetHandler({
     logger,
     // One id per block: every create makes the counter call, so faults can land on it.
     pets: new PetRepository({

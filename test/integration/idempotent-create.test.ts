@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { createCreatePetHandler } from '#functions/create-pet/create-pet-handler.ts'
+import { createPetHandler } from '#functions/create-pet/create-pet-handler.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
 import { IdempotencyRepository } from '#shared/data/idempotency-repository.ts'
@@ -57,7 +57,7 @@ const build = () => {
     ids: new BlockIdAllocator({ client, tableName: env.petTable, blockSize: 50 }),
   })
   const idempotency = new IdempotencyRepository({ client, tableName: env.idempotencyTable, clock })
-  return createCreatePetHandler({ logger, pets, idempotency })
+  return createPetHandler({ logger, pets, idempotency })
 }
 
 let handler: ReturnType<typeof build>

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createGetPetHandler } from '#functions/get-pet/get-pet-handler.ts'
-import { createListPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
+import { getPetHandler } from '#functions/get-pet/get-pet-handler.ts'
+import { listPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
 import { CursorCodec } from '#shared/data/cursor-codec.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
@@ -78,8 +78,8 @@ const instance = (operation: 'getPet' | 'listPets', startIso: string) => {
     clock,
   })
   const deps = { logger, rateLimit, pets: petsOn(), clock }
-  const getPet = createGetPetHandler(deps)
-  const listPets = createListPetsHandler({ ...deps, cursors: new CursorCodec('refused-reads') })
+  const getPet = getPetHandler(deps)
+  const listPets = listPetsHandler({ ...deps, cursors: new CursorCodec('refused-reads') })
   const invoke = (keyId: string, limits: { perMinute: number; perDay: number }) =>
     operation === 'getPet'
       ? getPet(

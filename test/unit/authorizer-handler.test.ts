@@ -2,7 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger'
 import type { Metrics } from '@aws-lambda-powertools/metrics'
 import type { APIGatewayAuthorizerResult, APIGatewayTokenAuthorizerEvent } from 'aws-lambda'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
+import { authorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
 import { MAX_AUTHORIZATION_LENGTH } from '#shared/auth/bearer-token.ts'
 import type { ApiKeyRecord, KeyStore } from '#shared/auth/key-store.ts'
 import { createMetrics } from '#shared/observability/metrics.ts'
@@ -55,7 +55,7 @@ afterEach(() => {
 
 /** The authorizer as deployed: handler plus its observability middlewares. */
 const authorize = (event: APIGatewayTokenAuthorizerEvent): Promise<APIGatewayAuthorizerResult> =>
-  createAuthorizerHandler({
+  authorizerHandler({
     keyStore: store,
     logger,
     observability: authorizerObservabilityMiddlewares({ logger, metrics }),

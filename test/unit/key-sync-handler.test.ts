@@ -2,8 +2,8 @@ import type { CloudFormationCustomResourceEvent, Context } from 'aws-lambda'
 import { beforeEach, describe, expect, it, vi } from 'vitest'
 import type { KeySource, KeySourceSnapshot } from '#functions/key-sync/api-gateway-key-source.ts'
 import {
-  createKeySyncHandler,
   type KeySyncEvent,
+  keySyncHandler,
   type MetricSink,
   MIN_EVENT_INTERVAL_MS,
 } from '#functions/key-sync/key-sync-handler.ts'
@@ -136,7 +136,7 @@ const source: KeySource = {
 }
 
 const handlerOf = () =>
-  createKeySyncHandler({
+  keySyncHandler({
     source,
     mirror,
     state,
