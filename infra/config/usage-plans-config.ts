@@ -7,7 +7,6 @@ import {
   type PlanName,
 } from '#shared/config/plans-config.ts'
 import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
-import type { StageName } from './stage-config.ts'
 
 /** One API Gateway usage plan: the backstop ahead of the functions' own rate limiter. */
 export interface UsagePlanSpec {
@@ -34,7 +33,7 @@ const planTags = (plan: PlanName, { perMinute, perDay }: PlanLimits): Record<str
     : { [PLAN_TAGS.plan]: plan }
 
 /** docs/rate-limits-and-keys.md, "Plans": each plan's limits and the backstop made of them. */
-export const usagePlanSpecs = (stage: StageName, enterprise: PlanLimits): UsagePlanSpec[] =>
+export const usagePlanSpecs = (stage: string, enterprise: PlanLimits): UsagePlanSpec[] =>
   PLAN_NAMES.map((plan) => {
     const limits = limitsFor(plan, enterprise)
     const { rateLimit, burstLimit, dailyQuota } = usagePlanBackstop(limits)
@@ -47,21 +46,3 @@ export const usagePlanSpecs = (stage: StageName, enterprise: PlanLimits): UsageP
       tags: planTags(plan, limits),
     }
   })
-
-/** The stage throttle's floor: the largest backstop rate of any plan, and whose. */
-export interface StageThrottleFloor {
-  rateLimit: number
-  ratePlan: PlanName
-}
-
-/**
- * A stage throttle rate below this would refuse a client of that plan before its own usage plan
- * does (docs/rate-limits-and-keys.md, "Layers on AWS").
- */
-export const stageThrottleFloor = (enterprise: PlanLimits): StageThrottleFloor =>
-  PLAN_NAMES.map(
-    (plan): StageThrottleFloor => ({
-      ratePlan: plan,
-      rateLimit: usagePlanBackstop(limitsFor(plan, enterprise)).rateLimit,
-    }),
-  ).reduce((best, candidate) => (candidate.rateLimit > best.rateLimit ? candidate : best))

@@ -1,10 +1,6 @@
 import { type App, Tags } from 'aws-cdk-lib'
-import {
-  type ContextReader,
-  readStageConfig,
-  type StageConfig,
-  selectedStages,
-} from '#infra/config/stage-config.ts'
+import { readStageConfig, type StageConfig, selectedStages } from '#infra/config/stage-config.ts'
+import type { ContextReader } from '#infra/config/stage-context-reader.ts'
 import { PetstoreApiStack } from './petstore-api-stack.ts'
 import { PetstoreDataStack } from './petstore-data-stack.ts'
 
