@@ -2,20 +2,11 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
-import {
-  API_VERSION_PATH,
-  type OperationId,
-  ROUTES,
-  routeOf,
-} from '#shared/config/routes-config.ts'
+import { type OperationId, ROUTES, routeOf } from '#shared/config/routes-config.ts'
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url))
 
 describe('routes config', () => {
-  it('serves everything under /v1', () => {
-    expect(API_VERSION_PATH).toBe('/v1')
-  })
-
   it('has exactly the operations of docs/api.md, with their methods and paths', () => {
     const operations = ROUTES.map(({ operationId, method, path }) => ({
       operationId,
