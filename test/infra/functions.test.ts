@@ -343,22 +343,22 @@ describe('bundles', () => {
     const dir = bundleDirOf(service)
     expect(readdirSync(dir).sort()).toEqual(['index.mjs', 'index.mjs.map'])
     const code = readFileSync(join(dir, 'index.mjs'), 'utf8')
-    expect(
-      code.startsWith("import { createRequire as __petstoreCreateRequire } from 'node:module'"),
-    ).toBe(true)
-    expect(code.trimEnd().endsWith('//# sourceMappingURL=index.mjs.map')).toBe(true)
+    expect(code).toMatch(
+      /^import \{ createRequire as __petstoreCreateRequire \} from 'node:module'/,
+    )
+    expect(code.trimEnd()).toMatch(/\/\/# sourceMappingURL=index\.mjs\.map$/)
     // Minified: a few very long lines, not one statement per line.
     expect(code.length / code.split('\n').length).toBeGreaterThan(1000)
     // Everything but Node built-ins is inside: nothing from the runtime's AWS SDK or any package.
     const imports = importsOf(join(dir, 'index.mjs'))
     expect(imports).toContain('node:module')
-    for (const specifier of imports) {
-      expect(builtinModules.includes(specifier.replace(/^node:/, '')), specifier).toBe(true)
-    }
+    expect(
+      imports.filter((specifier) => !builtinModules.includes(specifier.replace(/^node:/, ''))),
+    ).toEqual([])
     const map = JSON.parse(readFileSync(join(dir, 'index.mjs.map'), 'utf8')) as {
       sources: string[]
     }
-    expect(map.sources.some((source) => source.includes('node_modules/@aws-sdk/'))).toBe(true)
+    expect(map.sources).toContainEqual(expect.stringContaining('node_modules/@aws-sdk/'))
     // Well inside Lambda's 250 MB unzipped limit, and small enough for quick cold starts.
     expect(statSync(join(dir, 'index.mjs')).size).toBeLessThan(2.5 * 1024 * 1024)
   })

@@ -171,12 +171,11 @@ describe('per-stage settings', () => {
       gradualDeployment: true,
     })
     expect(readStageConfig(context, 'production')).toMatchObject({ waf: true })
-    expect(readStageConfig(contextOf({ waf: false }), 'production').waf).toBe(false)
+    expect(readStageConfig(contextOf({ waf: false }), 'production')).toMatchObject({ waf: false })
     // The app-wide form wins over the cdk.json object, like every command-line setting.
     expect(
-      readStageConfig(contextOf({ petstore: { staging: { waf: false } }, waf: 'true' }), 'staging')
-        .waf,
-    ).toBe(true)
+      readStageConfig(contextOf({ petstore: { staging: { waf: false } }, waf: 'true' }), 'staging'),
+    ).toMatchObject({ waf: true })
     expect(() => readStageConfig(contextOf({ waf: 'on' }), 'staging')).toThrow(
       'Invalid context waf="on": expected true or false',
     )

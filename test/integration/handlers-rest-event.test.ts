@@ -62,7 +62,8 @@ describe('createPet with the REST proxy event', () => {
     expect(response.statusCode).toBe(201)
     const pet = JSON.parse(response.body) as { id: number; name: string; status: string }
     expect(pet).toMatchObject({ name: 'Rex', status: 'available' })
-    expect(Number.isSafeInteger(pet.id) && pet.id > 0).toBe(true)
+    expect(pet.id).toSatisfy(Number.isSafeInteger)
+    expect(pet.id).toBeGreaterThan(0)
     // int64 kept to the last digit.
     expect(response.body).toContain('"categoryId":9223372036854775807')
     expect(response.headers.Location).toBe(`${BASE}/pets/${pet.id}`)
