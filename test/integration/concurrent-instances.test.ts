@@ -15,6 +15,7 @@ import { systemClock } from '#shared/time/clock.ts'
 import { lambdaContext, type RestRequest, restEvent } from '#test/support/api-gateway-events.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
+import { pool } from '#test/support/task-pool.ts'
 
 /**
  * Several Lambda instances at once: independently built createPet, getPet and listPets handlers
@@ -70,21 +71,6 @@ const instance = () => {
   return { create, get, list }
 }
 type Instance = ReturnType<typeof instance>
-
-/** Runs the tasks with at most `limit` in flight. */
-const pool = async <T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> => {
-  const results: T[] = new Array(tasks.length)
-  let next = 0
-  const worker = async () => {
-    while (next < tasks.length) {
-      const index = next
-      next += 1
-      results[index] = await (tasks[index] as () => Promise<T>)()
-    }
-  }
-  await Promise.all(Array.from({ length: limit }, worker))
-  return results
-}
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' }
 
