@@ -23,8 +23,9 @@ import { createKeySyncHarness } from '#test/support/key-sync-harness.ts'
  * A traffic spike on cold authorizers: INSTANCES fresh instances (each its own handler,
  * KeyMirrorStore and DynamoDB client, as separate Lambda instances would have), REQUESTS
  * requests of valid keys, random well-formed tokens and known-but-refused keys (disabled, or on
- * an untagged plan). Every AWS call is counted: the authorizer may make DynamoDB GetItem calls
- * only, one per request, and no API Gateway management call at all, however cold or random.
+ * an untagged plan). Every AWS call is counted, the authorizer's cost contract: DynamoDB GetItem
+ * calls only, one per request, and no API Gateway management call at all (an account-wide quota
+ * of 10 requests/s), however cold or random.
  */
 const INSTANCES = 50
 const REQUESTS = 10_000
@@ -61,7 +62,7 @@ afterAll(async () => {
 })
 
 describe('authorizer load simulation', () => {
-  it(`serves ${REQUESTS} requests on ${INSTANCES} cold instances with GetItem calls only`, async () => {
+  it(`serves ${REQUESTS} requests on ${INSTANCES} cold instances with GetItem calls only (cost contract: one per request)`, async () => {
     // API Gateway: 4 valid plans of this stage, 1 untagged plan, 1 plan of another stage.
     const gateway = new FakeApiGateway()
     gateway.addPlan('plan-free', { tags: planTags('free') })

@@ -132,7 +132,12 @@ describe('idempotent create when an attempt dies', () => {
   })
 })
 
-describe('DynamoDB calls per create (pet table, records table)', () => {
+/**
+ * Cost contract: the DynamoDB calls of one create, per table, as docs/api.md ("Idempotent
+ * creation") lists them and docs/performance.md ("Cost estimate") prices them. A call added or
+ * moved fails here before it shows on the bill.
+ */
+describe('cost contract: DynamoDB calls per create (pet table, records table)', () => {
   const count = (table: string) => sent.filter((call) => call.endsWith(`@${table}`)).length
 
   it('without a key: one pet put (plus one counter update per block of 50 ids)', async () => {

@@ -111,7 +111,8 @@ const instance = (operation: 'getPet' | 'listPets', startIso: string) => {
   }
 }
 
-describe('a read by a key this instance knows to be refused', () => {
+// Cost contract: a refused client hammering the API must not cost a pet-table read per request.
+describe('cost contract: a read by a key this instance knows to be refused', () => {
   it('skips the pet table once rate_limited, still counting rejections until the key is suspended', async () => {
     const getPet = instance('getPet', '2026-03-14T10:00:05Z')
     const keyId = `key-${randomUUID()}`
