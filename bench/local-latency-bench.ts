@@ -7,15 +7,13 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
-import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
-import { createCreatePetHandler } from '#functions/create-pet/create-pet-handler.ts'
-import { createGetPetHandler } from '#functions/get-pet/get-pet-handler.ts'
-import { createListPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
-import {
-  createPetFunctionDependencies,
-  listPetsFunctionDependencies,
-  petFunctionDependencies,
-} from '#functions/pet-function-dependencies.ts'
+import { authorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
+import { createPetDependencies } from '#functions/create-pet/create-pet-dependencies.ts'
+import { createPetHandler } from '#functions/create-pet/create-pet-handler.ts'
+import { getPetDependencies } from '#functions/get-pet/get-pet-dependencies.ts'
+import { getPetHandler } from '#functions/get-pet/get-pet-handler.ts'
+import { listPetsDependencies } from '#functions/list-pets/list-pets-dependencies.ts'
+import { listPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
 import { ensureTable, IN_MEMORY, startEmbeddedDynamo } from '#local/embedded-dynamo.ts'
 import { createLocalGateway, type ProxyHandler } from '#local/local-gateway.ts'
 import type { KeyStore } from '#shared/auth/key-store.ts'
@@ -23,7 +21,7 @@ import {
   idempotencyTableDefinition,
   petTableDefinition,
   rateLimitTableDefinition,
-} from '#shared/data/table-schema.ts'
+} from '#shared/data/table-keys.ts'
 import { logger } from '#shared/observability/logger.ts'
 import { percentile } from './bench-stats.ts'
 
@@ -57,15 +55,12 @@ const serve = async (withLimiter: boolean) => {
     if (!withLimiter) delete all.rateLimit
     return all
   }
-  const deps = (operation: 'getPet') => withoutLimiter(petFunctionDependencies(operation, env))
   const handlers = {
-    listPets: createListPetsHandler(
-      withoutLimiter(listPetsFunctionDependencies(env)),
+    listPets: listPetsHandler(withoutLimiter(listPetsDependencies(env))) as unknown as ProxyHandler,
+    createPet: createPetHandler(
+      withoutLimiter(createPetDependencies(env)),
     ) as unknown as ProxyHandler,
-    createPet: createCreatePetHandler(
-      withoutLimiter(createPetFunctionDependencies(env)),
-    ) as unknown as ProxyHandler,
-    getPet: createGetPetHandler(deps('getPet')) as unknown as ProxyHandler,
+    getPet: getPetHandler(withoutLimiter(getPetDependencies(env))) as unknown as ProxyHandler,
   }
   // One key with limits the benchmark never reaches: every request takes the admitted path.
   const keyStore: KeyStore = {
@@ -75,7 +70,7 @@ const serve = async (withLimiter: boolean) => {
         : undefined,
   }
   const server = createServer(
-    createLocalGateway({ handlers, authorizer: createAuthorizerHandler({ keyStore, logger }) }),
+    createLocalGateway({ handlers, authorizer: authorizerHandler({ keyStore, logger }) }),
   )
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` }

@@ -7,7 +7,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { ensureTable, IN_MEMORY, startEmbeddedDynamo } from '#local/embedded-dynamo.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
-import { rateLimitTableDefinition } from '#shared/data/table-schema.ts'
+import { rateLimitTableDefinition } from '#shared/data/table-keys.ts'
 import { DynamoRateLimiter, type RateLimitDecision } from '#shared/rate-limit/rate-limiter.ts'
 import { percentile } from './bench-stats.ts'
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
-import type { KeyMirrorItem } from '#shared/data/key-mirror-schema.ts'
+import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import {
   ControlPlaneError,
   type ControlPlaneStore,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import type { EventEmitter } from 'node:events'
 import {
   type IncomingMessage,
   type RequestListener,
@@ -15,6 +16,7 @@ import type {
 } from 'aws-lambda'
 import { GATEWAY_RESPONSES } from '#infra/config/gateway-responses-config.ts'
 import { BEARER_TOKEN_VALIDATION_PATTERN, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
+import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
 import { API_VERSION_PATH, ROUTES, type Route } from '#shared/config/routes-config.ts'
 import { HttpError, retryAfterHeaders, validationFailed } from '#shared/errors/http-error.ts'
@@ -27,7 +29,7 @@ import {
   toAuthorization,
 } from './authorizer-cache.ts'
 import { FailedAuthLimiter } from './failed-auth-limiter.ts'
-import { type BackstopFor, UsagePlanThrottle } from './usage-plan-throttle.ts'
+import { type BackstopFor, type BackstopVerdict, UsagePlanThrottle } from './usage-plan-throttle.ts'
 
 /**
  * A thin emulation of the deployed API Gateway REST API: route matching from the shared route
@@ -74,7 +76,7 @@ export interface LocalGatewayOptions {
 /** The authorizer's identityValidationExpression, checked before the authorizer is invoked. */
 const TOKEN_PATTERN = new RegExp(BEARER_TOKEN_VALIDATION_PATTERN)
 
-type GatewayResponseType =
+export type GatewayResponseType =
   | 'UNAUTHORIZED'
   | 'ACCESS_DENIED'
   | 'INVALID_API_KEY'
@@ -95,7 +97,6 @@ const gatewayError = (type: GatewayResponseType): HttpError => {
 const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024
 const ACCOUNT_ID = '000000000000'
 const API_ID = 'local'
-const FUNCTION_TIMEOUT_MS = 10_000
 
 interface CompiledRoute {
   route: Route
@@ -128,6 +129,36 @@ const safeDecode = (segment: string): string => {
   } catch {
     return segment
   }
+}
+
+/** A route of the table, matched by method and path, with its path parameters decoded. */
+export interface RouteMatch {
+  route: Route
+  /** The resource as API Gateway names it, e.g. `/v1/pets/{petId}`. */
+  resource: string
+  pathParameters: Record<string, string> | null
+}
+
+/**
+ * Step 1, routing: the route of this method and path, or undefined for API Gateway's
+ * MISSING_AUTHENTICATION_TOKEN (answered before authentication).
+ */
+export const matchRoute = (method: string, pathname: string): RouteMatch | undefined => {
+  let match: { compiled: CompiledRoute; values: string[] } | undefined
+  for (const compiled of COMPILED) {
+    const found = compiled.pattern.exec(pathname)
+    if (found && compiled.route.method === method) match = { compiled, values: found.slice(1) }
+  }
+  if (!match) return undefined
+  const { route, resource, parameterNames } = match.compiled
+  const values = match.values
+  const pathParameters =
+    parameterNames.length === 0
+      ? null
+      : Object.fromEntries(
+          parameterNames.map((name, index) => [name, safeDecode(values[index] ?? '')]),
+        )
+  return { route, resource, pathParameters }
 }
 
 /**
@@ -187,7 +218,17 @@ const send = (res: ServerResponse, result: APIGatewayProxyResult, requestId: str
   res.end(body)
 }
 
-const readBody = (req: IncomingMessage): Promise<Buffer | undefined> =>
+/** What readBody needs of a request: its body stream and whether it arrived whole. */
+interface BodyStream extends Pick<EventEmitter, 'on'> {
+  readonly complete: boolean
+}
+
+/**
+ * The body, or undefined past API Gateway's 10 MB (413): the rest is counted, never buffered.
+ * Rejects when the connection goes away mid-body (a client that gave up, or a shutdown cutting
+ * it off).
+ */
+export const readBody = (req: BodyStream): Promise<Buffer | undefined> =>
   new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
@@ -199,38 +240,10 @@ const readBody = (req: IncomingMessage): Promise<Buffer | undefined> =>
     })
     req.on('end', () => resolve(tooLarge ? undefined : Buffer.concat(chunks)))
     req.on('error', reject)
-    // The connection went away mid-body (a client that gave up, or a shutdown cutting it off).
     req.on('close', () => {
       if (!req.complete) reject(new Error('request body incomplete'))
     })
   })
-
-/**
- * Headers as API Gateway passes them: the client's spelling, last value wins in `headers`, and
- * the Host and X-Forwarded-* headers the gateway sets itself (functions build absolute links
- * from them, so the client's own are dropped).
- */
-const headersOf = (req: IncomingMessage, baseHost: string | undefined) => {
-  const headers: Record<string, string> = {}
-  const multiValueHeaders: Record<string, string[]> = {}
-  const put = (name: string, value: string) => {
-    setOwn(headers, name, value)
-    setOwn(multiValueHeaders, name, [
-      ...(Object.hasOwn(multiValueHeaders, name) ? (multiValueHeaders[name] as string[]) : []),
-      value,
-    ])
-  }
-  for (let i = 0; i < req.rawHeaders.length; i += 2) {
-    const name = req.rawHeaders[i] as string
-    if (/^(x-forwarded-(proto|port|for|host)|host)$/i.test(name)) continue
-    put(name, req.rawHeaders[i + 1] as string)
-  }
-  put('Host', baseHost ?? `${req.socket.localAddress}:${req.socket.localPort}`)
-  put('X-Forwarded-For', req.socket.remoteAddress ?? '127.0.0.1')
-  put('X-Forwarded-Port', String(req.socket.localPort ?? ''))
-  put('X-Forwarded-Proto', 'http')
-  return { headers, multiValueHeaders }
-}
 
 /**
  * An own property whatever the name: `__proto__` sent as a header or query name is data (as in
@@ -245,19 +258,61 @@ const setOwn = <T>(target: Record<string, T>, name: string, value: T): void => {
   })
 }
 
-const queryOf = (url: URL) => {
-  if (url.searchParams.size === 0) return { single: null, multi: null }
+/** Header or query values as a REST proxy event carries them: last value, and every value. */
+interface ValuesByName {
+  single: Record<string, string>
+  multi: Record<string, string[]>
+}
+
+const valuesByName = (pairs: Iterable<[string, string]>): ValuesByName => {
   const single: Record<string, string> = {}
   const multi: Record<string, string[]> = {}
-  for (const [name, value] of url.searchParams) {
+  for (const [name, value] of pairs) {
     setOwn(single, name, value)
     setOwn(multi, name, [...(Object.hasOwn(multi, name) ? (multi[name] as string[]) : []), value])
   }
   return { single, multi }
 }
 
-const lambdaContext = (functionName: string, requestId: string): Context => {
-  const deadline = Date.now() + FUNCTION_TIMEOUT_MS
+/** The connection's addresses, as API Gateway reports the caller and its own endpoint. */
+export interface ConnectionInfo {
+  remoteAddress?: string | undefined
+  localAddress?: string | undefined
+  localPort?: number | undefined
+}
+
+/**
+ * Headers as API Gateway passes them: the client's spelling, last value wins in `headers`, and
+ * the Host and X-Forwarded-* headers the gateway sets itself (functions build absolute links
+ * from them, so the client's own are dropped).
+ */
+export const gatewayHeaders = (
+  rawHeaders: readonly string[],
+  connection: ConnectionInfo,
+  baseHost: string | undefined,
+): ValuesByName => {
+  const pairs: [string, string][] = []
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string
+    if (/^(x-forwarded-(proto|port|for|host)|host)$/i.test(name)) continue
+    pairs.push([name, rawHeaders[i + 1] as string])
+  }
+  pairs.push(
+    ['Host', baseHost ?? `${connection.localAddress}:${connection.localPort}`],
+    ['X-Forwarded-For', connection.remoteAddress ?? '127.0.0.1'],
+    ['X-Forwarded-Port', String(connection.localPort ?? '')],
+    ['X-Forwarded-Proto', 'http'],
+  )
+  return valuesByName(pairs)
+}
+
+/** The Lambda context of one invocation, with the function's deployed timeout as its deadline. */
+const lambdaContext = (
+  functionName: string,
+  requestId: string,
+  timeoutSeconds: number,
+): Context => {
+  const deadline = Date.now() + timeoutSeconds * 1000
   return {
     callbackWaitsForEmptyEventLoop: true,
     functionName,
@@ -274,6 +329,149 @@ const lambdaContext = (functionName: string, requestId: string): Context => {
   }
 }
 
+/** What the authorization step decided. */
+export type AuthorizationOutcome =
+  | { outcome: 'allowed'; authorization: Authorization }
+  | { outcome: 'refused'; response: 'UNAUTHORIZED' | 'ACCESS_DENIED' }
+  /** The authorizer failed (anything but "Unauthorized"): API Gateway's 500, nothing cached. */
+  | { outcome: 'failed'; error: unknown }
+
+/**
+ * Step 2, the TOKEN authorizer as API Gateway runs it: a header that fails the token validation
+ * pattern never reaches it; otherwise a cached answer, or the authorizer's, cached (allows and
+ * denials, not failures).
+ */
+export const authorizeRequest = async ({
+  header,
+  methodArn,
+  authorizer,
+  cache,
+}: {
+  header: string | undefined
+  methodArn: string
+  authorizer: TokenAuthorizer
+  cache: AuthorizerCache
+}): Promise<AuthorizationOutcome> => {
+  if (!header || !TOKEN_PATTERN.test(header))
+    return { outcome: 'refused', response: 'UNAUTHORIZED' }
+  let answer: CachedAuthorization | undefined = cache.get(header)
+  if (answer === undefined) {
+    try {
+      const result = await authorizer(
+        { type: 'TOKEN', authorizationToken: header, methodArn },
+        lambdaContext('authorizer', randomUUID(), FUNCTION_TIMEOUT_SECONDS.authorizer),
+      )
+      answer = toAuthorization(result)
+    } catch (error) {
+      if ((error as Error)?.message !== UNAUTHORIZED) return { outcome: 'failed', error }
+      answer = 'denied'
+    }
+    cache.put(header, answer)
+  }
+  if (answer === 'denied') return { outcome: 'refused', response: 'UNAUTHORIZED' }
+  if (!answer.allowed) return { outcome: 'refused', response: 'ACCESS_DENIED' }
+  return { outcome: 'allowed', authorization: answer }
+}
+
+/** The key's plan limits from the authorizer's context (numbers may arrive as strings). */
+const limitsOf = (context: Authorization['context']): PlanLimits | undefined => {
+  const perMinute = Number(context?.perMinute)
+  const perDay = Number(context?.perDay)
+  return perMinute > 0 && perDay > 0 ? { perMinute, perDay } : undefined
+}
+
+/**
+ * Step 3, the usage plan. apiKeyRequired with the AUTHORIZER key source: API Gateway meters
+ * usageIdentifierKey against its usage plan, and a request without a key in a plan gets
+ * INVALID_API_KEY (AWS docs, "Choose an API key source"). Locally the key's plan is the
+ * authorizer's context.
+ */
+export const usagePlanVerdict = (
+  authorization: Authorization,
+  usagePlans: UsagePlanThrottle,
+): BackstopVerdict | 'INVALID_API_KEY' => {
+  const limits = limitsOf(authorization.context)
+  if (!authorization.usageKeyDigest || !limits) return 'INVALID_API_KEY'
+  return usagePlans.admit(authorization.usageKeyDigest, limits)
+}
+
+/** What the REST proxy event is made of, once the request was routed, authorized and read. */
+export interface ProxyEventParts {
+  method: string
+  url: URL
+  match: RouteMatch
+  headers: ValuesByName
+  body: Buffer
+  authorization: Authorization
+  requestId: string
+  stage: string
+  requestTimeEpoch: number
+  client: { sourceIp: string; userAgent: string | null; httpVersion: string }
+}
+
+/** Step 5, the REST (payload v1) proxy event the function gets. */
+export const proxyEventOf = ({
+  method,
+  url,
+  match,
+  headers,
+  body,
+  authorization,
+  requestId,
+  stage,
+  requestTimeEpoch,
+  client,
+}: ProxyEventParts): APIGatewayProxyEvent => {
+  const query = url.searchParams.size === 0 ? undefined : valuesByName(url.searchParams)
+  return {
+    resource: match.resource,
+    path: url.pathname,
+    httpMethod: method,
+    headers: headers.single,
+    multiValueHeaders: headers.multi,
+    queryStringParameters: query?.single ?? null,
+    multiValueQueryStringParameters: query?.multi ?? null,
+    pathParameters: match.pathParameters,
+    stageVariables: null,
+    body: body.length > 0 ? body.toString('utf8') : null,
+    isBase64Encoded: false,
+    requestContext: {
+      accountId: ACCOUNT_ID,
+      apiId: API_ID,
+      authorizer: {
+        ...authorization.context,
+        principalId: authorization.principalId,
+        integrationLatency: 0,
+      },
+      httpMethod: method,
+      identity: {
+        accessKey: null,
+        accountId: null,
+        apiKey: null,
+        apiKeyId: null,
+        caller: null,
+        clientCert: null,
+        cognitoAuthenticationProvider: null,
+        cognitoAuthenticationType: null,
+        cognitoIdentityId: null,
+        cognitoIdentityPoolId: null,
+        principalOrgId: null,
+        sourceIp: client.sourceIp,
+        user: null,
+        userAgent: client.userAgent,
+        userArn: null,
+      },
+      path: url.pathname,
+      protocol: `HTTP/${client.httpVersion}`,
+      requestId,
+      requestTimeEpoch,
+      resourceId: match.route.operationId,
+      resourcePath: match.resource,
+      stage,
+    },
+  }
+}
+
 /** A gateway response: the API's Error body, as the CDK stack's gateway responses render it. */
 const sendError = (res: ServerResponse, type: GatewayResponseType, requestId: string): void =>
   send(res, errorResponse(gatewayError(type), requestId), requestId)
@@ -284,13 +482,16 @@ const failedAuthError = (retryAfterSeconds: number) =>
     headers: retryAfterHeaders(retryAfterSeconds),
   })
 
-/** The key's plan limits from the authorizer's context (numbers may arrive as strings). */
-const limitsOf = (context: Authorization['context']): PlanLimits | undefined => {
-  const perMinute = Number(context?.perMinute)
-  const perDay = Number(context?.perDay)
-  return perMinute > 0 && perDay > 0 ? { perMinute, perDay } : undefined
-}
-
+/**
+ * The gateway in front of the functions. One request takes these steps, and any step may answer
+ * instead of going on:
+ * 1. route (matchRoute), before authentication, as API Gateway does;
+ * 2. authorize (authorizeRequest), counting failures per address;
+ * 3. admit to the key's usage plan (usagePlanVerdict);
+ * 4. read the body: only now, so a refused client's body is never buffered and a client waiting
+ *    on `Expect: 100-continue` is asked for it only now;
+ * 5. build the proxy event (proxyEventOf) and invoke the function.
+ */
 export const createLocalGateway = ({
   handlers,
   authorizer,
@@ -312,9 +513,34 @@ export const createLocalGateway = ({
     authorizerCache ?? new AuthorizerCache({ ttlSeconds: authorizerCacheTtlSeconds, clock })
   const usagePlans =
     usagePlanThrottle ?? new UsagePlanThrottle({ clock, ...(backstopFor ? { backstopFor } : {}) })
+
+  /** A function that throws past its error middleware: API Gateway's DEFAULT_5XX. */
+  const invoke = async (
+    route: Route,
+    event: APIGatewayProxyEvent,
+    requestId: string,
+  ): Promise<APIGatewayProxyResult> => {
+    try {
+      return await handlers[route.operationId](
+        event,
+        lambdaContext(
+          route.functionName,
+          randomUUID(),
+          FUNCTION_TIMEOUT_SECONDS[route.operationId],
+        ),
+      )
+    } catch (error) {
+      onError(`Function ${route.functionName} failed`, error)
+      return errorResponse(gatewayError('DEFAULT_5XX'), requestId)
+    }
+  }
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const requestId = randomUUID()
     const answer = (error: HttpError) => send(res, errorResponse(error, requestId), requestId)
+    // Answers before the body is read go out at once; Node then discards the unread body
+    // (never buffered) so the connection stays usable.
+    const refuse = (type: GatewayResponseType) => sendError(res, type, requestId)
     const url = requestUrl(req)
     if (url === undefined) {
       const message = 'The request target is not a valid URL or path.'
@@ -322,139 +548,51 @@ export const createLocalGateway = ({
     }
     const method = (req.method ?? 'GET').toUpperCase()
     const address = req.socket.remoteAddress ?? 'unknown'
-    // Answers before the body is read go out at once; Node then discards the unread body
-    // (never buffered) so the connection stays usable.
-    const refuse = (type: GatewayResponseType) => sendError(res, type, requestId)
     const retryAfter = failedAuths.retryAfterSeconds(address)
     if (retryAfter !== undefined) return answer(failedAuthError(retryAfter))
 
-    // Unknown paths and methods: API Gateway's MISSING_AUTHENTICATION_TOKEN, answered before auth.
-    let match: { compiled: CompiledRoute; values: string[] } | undefined
-    for (const compiled of COMPILED) {
-      const found = compiled.pattern.exec(url.pathname)
-      if (found && compiled.route.method === method) match = { compiled, values: found.slice(1) }
-    }
+    const match = matchRoute(method, url.pathname)
     if (!match) return refuse('MISSING_AUTHENTICATION_TOKEN')
-    const { route, resource, parameterNames } = match.compiled
 
-    const { headers, multiValueHeaders } = headersOf(req, baseHost())
-    const authorization = req.headers.authorization
-    // A missing or malformed header never reaches the authorizer (token validation pattern).
-    if (!authorization || !TOKEN_PATTERN.test(authorization)) {
+    const authorized = await authorizeRequest({
+      header: req.headers.authorization,
+      methodArn: `arn:aws:execute-api:local:${ACCOUNT_ID}:${API_ID}/${stage}/${method}${match.resource}`,
+      authorizer,
+      cache,
+    })
+    if (authorized.outcome === 'failed') {
+      onError('Authorizer failed', authorized.error)
+      return refuse('DEFAULT_5XX')
+    }
+    if (authorized.outcome === 'refused') {
       failedAuths.record(address)
-      return refuse('UNAUTHORIZED')
+      return refuse(authorized.response)
     }
 
-    let authorized: CachedAuthorization | undefined = cache.get(authorization)
-    if (authorized === undefined) {
-      try {
-        const result = await authorizer(
-          {
-            type: 'TOKEN',
-            authorizationToken: authorization,
-            methodArn: `arn:aws:execute-api:local:${ACCOUNT_ID}:${API_ID}/${stage}/${method}${resource}`,
-          },
-          lambdaContext('authorizer', randomUUID()),
-        )
-        authorized = toAuthorization(result)
-      } catch (error) {
-        if ((error as Error)?.message !== UNAUTHORIZED) {
-          // A failed authorizer is not cached: API Gateway answers 500 and asks again next time.
-          onError('Authorizer failed', error)
-          return sendError(res, 'DEFAULT_5XX', requestId)
-        }
-        authorized = 'denied'
-      }
-      cache.put(authorization, authorized)
-    }
-    if (authorized === 'denied' || !authorized.allowed) {
-      failedAuths.record(address)
-      return refuse(authorized === 'denied' ? 'UNAUTHORIZED' : 'ACCESS_DENIED')
-    }
-
-    // apiKeyRequired with the AUTHORIZER key source: API Gateway meters usageIdentifierKey
-    // against its usage plan, and a request without a key in a plan gets INVALID_API_KEY (AWS
-    // docs, "Choose an API key source"). Locally the key's plan is the authorizer's context.
-    const limits = limitsOf(authorized.context)
-    if (!authorized.usageKeyDigest || !limits) {
-      return refuse('INVALID_API_KEY')
-    }
-    const verdict = usagePlans.admit(authorized.usageKeyDigest, limits)
+    const verdict = usagePlanVerdict(authorized.authorization, usagePlans)
     if (verdict !== 'admitted') return refuse(verdict)
 
-    // Routed, authenticated and admitted: only now is the body read, and only now is a client
-    // that waits for it (Expect: 100-continue, as curl sends for large bodies) asked to send it.
     if (EXPECTS_CONTINUE.test(req.headers.expect ?? '')) res.writeContinue()
     const body = await readBody(req)
     if (body === undefined) return refuse('REQUEST_TOO_LARGE')
 
-    let pathParameters: Record<string, string> | null = null
-    if (parameterNames.length > 0) {
-      pathParameters = {}
-      parameterNames.forEach((name, index) => {
-        ;(pathParameters as Record<string, string>)[name] = safeDecode(match.values[index] ?? '')
-      })
-    }
-    const query = queryOf(url)
-    const event: APIGatewayProxyEvent = {
-      resource,
-      path: url.pathname,
-      httpMethod: method,
-      headers,
-      multiValueHeaders,
-      queryStringParameters: query.single,
-      multiValueQueryStringParameters: query.multi,
-      pathParameters,
-      stageVariables: null,
-      body: body.length > 0 ? body.toString('utf8') : null,
-      isBase64Encoded: false,
-      requestContext: {
-        accountId: ACCOUNT_ID,
-        apiId: API_ID,
-        authorizer: {
-          ...authorized.context,
-          principalId: authorized.principalId,
-          integrationLatency: 0,
-        },
-        httpMethod: method,
-        identity: {
-          accessKey: null,
-          accountId: null,
-          apiKey: null,
-          apiKeyId: null,
-          caller: null,
-          clientCert: null,
-          cognitoAuthenticationProvider: null,
-          cognitoAuthenticationType: null,
-          cognitoIdentityId: null,
-          cognitoIdentityPoolId: null,
-          principalOrgId: null,
-          sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
-          user: null,
-          userAgent: req.headers['user-agent'] ?? null,
-          userArn: null,
-        },
-        path: url.pathname,
-        protocol: `HTTP/${req.httpVersion}`,
-        requestId,
-        requestTimeEpoch: clock(),
-        resourceId: route.operationId,
-        resourcePath: resource,
-        stage,
+    const event = proxyEventOf({
+      method,
+      url,
+      match,
+      headers: gatewayHeaders(req.rawHeaders, req.socket, baseHost()),
+      body,
+      authorization: authorized.authorization,
+      requestId,
+      stage,
+      requestTimeEpoch: clock(),
+      client: {
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: req.headers['user-agent'] ?? null,
+        httpVersion: req.httpVersion,
       },
-    }
-    let result: APIGatewayProxyResult
-    try {
-      result = await handlers[route.operationId](
-        event,
-        lambdaContext(route.functionName, randomUUID()),
-      )
-    } catch (error) {
-      // A function that throws past its error middleware: API Gateway's DEFAULT_5XX.
-      onError(`Function ${route.functionName} failed`, error)
-      result = errorResponse(gatewayError('DEFAULT_5XX'), requestId)
-    }
-    send(res, result, requestId)
+    })
+    send(res, await invoke(match.route, event, requestId), requestId)
   }
 
   return (req, res) => {

@@ -5,8 +5,8 @@ import type { Context, EventBridgeEvent } from 'aws-lambda'
 import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
 import { ApiGatewayAuthorizerCacheFlusher } from '#functions/key-sync/authorizer-cache-flusher.ts'
 import {
-  createKeySyncHandler,
   type KeySyncResult,
+  keySyncHandler,
   SCHEDULED_EVENT,
 } from '#functions/key-sync/key-sync-handler.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
@@ -77,7 +77,7 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
   // This process owns the data directory (LevelDB locks it): a lease left by a killed server is
   // held by no one, and would otherwise keep keys out of the mirror for its 90 s.
   await state.breakLease()
-  const handler = createKeySyncHandler({
+  const handler = keySyncHandler({
     source: new ApiGatewayKeySource({ client, restApiId: apiId, stage, clock: options.clock }),
     mirror: new KeyMirrorRepository({
       client: options.documentClient,

@@ -15,7 +15,7 @@ import {
   keyMirrorTableDefinition,
   petTableDefinition,
   rateLimitTableDefinition,
-} from '#shared/data/table-schema.ts'
+} from '#shared/data/table-keys.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { AuthorizerCache } from './authorizer-cache.ts'
 import { bootstrapControlPlane, type LocalKeys, localOutputs } from './control-plane-bootstrap.ts'

@@ -1,6 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import openapiTS, { astToString } from 'openapi-typescript'
-import { buildOpenApiDocument } from '#shared/openapi/openapi-document.ts'
+import { buildOpenApiDocument } from './openapi-document.ts'
 
 /**
  * The committed contract files, made from the zod schemas: the OpenAPI document and the

@@ -33,7 +33,7 @@ import {
   planFromTags,
 } from '#shared/config/plans-config.ts'
 import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
-import { hashApiKey } from '#shared/data/key-mirror-schema.ts'
+import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import type { StageOutputs } from './stack-outputs-reader.ts'
 import type { MirrorView, StageSync } from './stage-sync-client.ts'

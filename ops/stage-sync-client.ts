@@ -1,7 +1,7 @@
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda'
 import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
+import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import type { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import type { KeyMirrorItem } from '#shared/data/key-mirror-schema.ts'
 
 /** What the key mirror grants a key: what its next request is authorized with. */
 export type MirrorView = Pick<

@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
+import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import { dynamoCalls, installFakeDynamoHttp } from './fake-dynamo-http.ts'
 
 /**
@@ -31,7 +32,7 @@ const context = {
   logGroupName: '/aws/lambda/bench',
   logStreamName: 'bench',
   callbackWaitsForEmptyEventLoop: true,
-  getRemainingTimeInMillis: () => 10_000,
+  getRemainingTimeInMillis: () => FUNCTION_TIMEOUT_SECONDS.getPet * 1_000,
   done: () => undefined,
   fail: () => undefined,
   succeed: () => undefined,

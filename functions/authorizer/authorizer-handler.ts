@@ -33,7 +33,7 @@ export const stageWildcardArn = (methodArn: string): string => {
  * key id, plan and limits as context. A bad key throws exactly "Unauthorized" (401); a store
  * failure throws anything else (API Gateway answers 500).
  */
-export const createAuthorizerHandler = ({
+export const authorizerHandler = ({
   keyStore,
   logger,
   observability = [],

@@ -1,4 +1,4 @@
 import { authorizerDependencies } from './authorizer-dependencies.ts'
-import { createAuthorizerHandler } from './authorizer-handler.ts'
+import { authorizerHandler } from './authorizer-handler.ts'
 
-export const handler = createAuthorizerHandler(authorizerDependencies())
+export const handler = authorizerHandler(authorizerDependencies())

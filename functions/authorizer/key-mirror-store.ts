@@ -1,6 +1,6 @@
 import type { ApiKeyRecord, KeyStore } from '#shared/auth/key-store.ts'
+import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import type { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import { hashApiKey } from '#shared/data/key-mirror-schema.ts'
 
 export interface KeyMirrorStoreOptions {
   mirror: Pick<KeyMirrorRepository, 'get'>

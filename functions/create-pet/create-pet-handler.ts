@@ -9,14 +9,14 @@ import {
 import { NewPetSchema } from '#shared/domain/pet-schema.ts'
 import { HttpError } from '#shared/errors/http-error.ts'
 import { baseUrlOf } from '#shared/http/http-headers.ts'
-import { jsonResponse } from '#shared/http/http-response.ts'
 import { type HttpPipelineOptions, httpPipeline } from '#shared/middleware/http-pipeline.ts'
+import type { ApiEvent } from '#shared/middleware/http-types.ts'
 import { jsonBodyMiddleware } from '#shared/middleware/json-body-middleware.ts'
 import {
   type RequestInput,
   validateRequestMiddleware,
 } from '#shared/middleware/validate-request-middleware.ts'
-import { createIdempotently } from './idempotent-create.ts'
+import { type CreatePetRequest, createPet } from './create-pet-use-case.ts'
 
 const input = { headers: CreatePetHeadersSchema, body: NewPetSchema }
 
@@ -36,30 +36,34 @@ const leaseOf = (context: Context): number => {
     : MAX_LEASE_MS
 }
 
+/** The Idempotency-Key's scope and lease, when the client sent one. */
+const idempotencyOf = (
+  event: ApiEvent<unknown>,
+  key: string | undefined,
+  context: Context,
+): CreatePetRequest['idempotency'] => {
+  if (key === undefined) return undefined
+  // Keys are scoped to the API key: without the authorizer's context there is no scope.
+  const caller = readKeyContext(event)
+  if (!caller) throw new HttpError('unauthorized')
+  return { scope: caller.keyId, key, leaseMs: leaseOf(context) }
+}
+
 /**
- * POST /pets: stores a new pet and answers 201 with it, its assigned id and its Location. With an
- * Idempotency-Key a repeat gets the first answer again instead of a second pet.
+ * POST /pets: the HTTP side of the createPet use case (create-pet-use-case.ts). The pipeline
+ * parses and validates the request; the use case stores the pet and makes the 201 with its id
+ * and Location, or replays the first answer for a repeated Idempotency-Key.
  */
-export const createCreatePetHandler = (deps: CreatePetDependencies) =>
+export const createPetHandler = (deps: CreatePetDependencies) =>
   httpPipeline<RequestInput<typeof input>>(deps)
     .use(jsonBodyMiddleware())
     .use(validateRequestMiddleware(input))
     .handler(async (event, context) => {
       const { body, headers } = event.input
-      const location = (petId: number) => `${baseUrlOf(event)}/pets/${petId}`
-      const idempotencyKey = headers[IDEMPOTENCY_KEY_HEADER]
-      if (idempotencyKey === undefined) {
-        const pet = await deps.pets.create(body)
-        return jsonResponse(201, pet, { Location: location(pet.id) })
-      }
-      // Keys are scoped to the API key: without the authorizer's context there is no scope.
-      const key = readKeyContext(event)
-      if (!key) throw new HttpError('unauthorized')
-      return createIdempotently(deps, {
-        scope: key.keyId,
-        idempotencyKey,
+      const idempotency = idempotencyOf(event, headers[IDEMPOTENCY_KEY_HEADER], context)
+      return createPet(deps, {
         newPet: body,
-        leaseMs: leaseOf(context),
-        location,
+        location: (petId) => `${baseUrlOf(event)}/pets/${petId}`,
+        ...(idempotency ? { idempotency } : {}),
       })
     })

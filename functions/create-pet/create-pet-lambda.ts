@@ -1,4 +1,4 @@
-import { createPetFunctionDependencies } from '#functions/pet-function-dependencies.ts'
-import { createCreatePetHandler } from './create-pet-handler.ts'
+import { createPetDependencies } from './create-pet-dependencies.ts'
+import { createPetHandler } from './create-pet-handler.ts'
 
-export const handler = createCreatePetHandler(createPetFunctionDependencies())
+export const handler = createPetHandler(createPetDependencies())

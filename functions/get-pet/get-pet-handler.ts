@@ -20,7 +20,7 @@ export interface GetPetDependencies extends HttpPipelineOptions {
 }
 
 /** GET /pets/{petId} (deprecated): one pet, or 404 pet_not_found; 410 gone after the sunset. */
-export const createGetPetHandler = (deps: GetPetDependencies) =>
+export const getPetHandler = (deps: GetPetDependencies) =>
   httpPipeline<RequestInput<typeof input>>(deps)
     .use(deprecationMiddleware(deprecation, deps.clock))
     .use(validateRequestMiddleware(input))

@@ -1,4 +1,4 @@
-import { petFunctionDependencies } from '#functions/pet-function-dependencies.ts'
-import { createGetPetHandler } from './get-pet-handler.ts'
+import { getPetDependencies } from './get-pet-dependencies.ts'
+import { getPetHandler } from './get-pet-handler.ts'
 
-export const handler = createGetPetHandler(petFunctionDependencies('getPet'))
+export const handler = getPetHandler(getPetDependencies())

@@ -8,7 +8,7 @@ import {
   type UsagePlanKey,
 } from '@aws-sdk/client-api-gateway'
 import { type PlanLimits, type PlanName, planFromTags } from '#shared/config/plans-config.ts'
-import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-schema.ts'
+import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { type CallPacer, unpaced } from './call-pacer.ts'
 

@@ -1,15 +1,10 @@
-import type { Metrics } from '@aws-lambda-powertools/metrics'
 import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
-import type { MiddlewareObj } from '@middy/core'
-import type { Context } from 'aws-lambda'
 import { requireEnv } from '#shared/config/env-config.ts'
-import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
-import { logger } from '#shared/observability/logger.ts'
-import { createMetrics, KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
+import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { baseMiddlewares } from '#shared/observability/observability-middleware.ts'
-import { systemClock } from '#shared/time/clock.ts'
+import { functionBase } from '#shared/wiring/function-dependencies.ts'
 import { ApiGatewayKeySource } from './api-gateway-key-source.ts'
 import { ApiGatewayAuthorizerCacheFlusher } from './authorizer-cache-flusher.ts'
 import { TokenBucketPacer } from './call-pacer.ts'
@@ -22,7 +17,7 @@ import type { KeySyncDependencies, KeySyncEvent, KeySyncResult } from './key-syn
  * object makes the SDK build its own NodeHttpHandler (@smithy/node-http-handler), so this module
  * needs no direct dependency on that package.
  */
-export const createKeySyncApiGatewayClient = (): APIGatewayClient =>
+const keySyncApiGatewayClient = (): APIGatewayClient =>
   new APIGatewayClient({
     maxAttempts: 2,
     requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
@@ -34,22 +29,17 @@ export const createKeySyncApiGatewayClient = (): APIGatewayClient =>
  */
 export const KEY_SYNC_CALL_RATE = { burst: 10, perSecond: 5 } as const
 
-export interface KeySyncRuntime extends KeySyncDependencies {
-  metrics: Metrics
-  middlewares: MiddlewareObj<KeySyncEvent, KeySyncResult, Error, Context>[]
-}
-
 /**
- * Everything the key-sync function needs, built once per process from its environment; a
- * missing KEY_MIRROR_TABLE_NAME, REST_API_ID or API_STAGE fails the cold start.
+ * The key sync's dependencies, built once per instance from its environment by
+ * key-sync-lambda.ts; a missing KEY_MIRROR_TABLE_NAME, REST_API_ID or API_STAGE fails the cold
+ * start.
  */
-export const keySyncDependencies = (env: NodeJS.ProcessEnv = process.env): KeySyncRuntime => {
+export const keySyncDependencies = (env: NodeJS.ProcessEnv = process.env): KeySyncDependencies => {
   const tableName = requireEnv('KEY_MIRROR_TABLE_NAME', env)
   const restApiId = requireEnv('REST_API_ID', env)
   const stage = requireEnv('API_STAGE', env)
-  const metrics = createMetrics(KEY_SYNC_OPERATION, env)
-  const apiGateway = createKeySyncApiGatewayClient()
-  const documentClient = createDocumentClient(dynamoConfigFromEnv(env))
+  const { logger, metrics, clock, dynamo } = functionBase(KEY_SYNC_OPERATION, env)
+  const apiGateway = keySyncApiGatewayClient()
   return {
     source: new ApiGatewayKeySource({
       client: apiGateway,
@@ -57,13 +47,13 @@ export const keySyncDependencies = (env: NodeJS.ProcessEnv = process.env): KeySy
       stage,
       pacer: new TokenBucketPacer(KEY_SYNC_CALL_RATE),
     }),
-    mirror: new KeyMirrorRepository({ client: documentClient, tableName, logger }),
-    state: new KeySyncStateRepository({ client: documentClient, tableName }),
+    mirror: new KeyMirrorRepository({ client: dynamo, tableName, logger }),
+    state: new KeySyncStateRepository({ client: dynamo, tableName }),
     flusher: new ApiGatewayAuthorizerCacheFlusher(apiGateway, restApiId, stage),
     logger,
     metrics,
-    clock: systemClock,
+    clock,
     sendResponse: httpsPut,
-    middlewares: baseMiddlewares<KeySyncEvent, KeySyncResult>(logger, metrics),
+    observability: baseMiddlewares<KeySyncEvent, KeySyncResult>(logger, metrics),
   }
 }

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { MetricUnit } from '@aws-lambda-powertools/metrics'
-import middy from '@middy/core'
+import middy, { type MiddlewareObj } from '@middy/core'
 import type { CloudFormationCustomResourceEvent, Context, EventBridgeEvent } from 'aws-lambda'
+import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import type { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
@@ -49,10 +50,10 @@ const MANAGEMENT_EVENT = 'AWS API Call via CloudTrail'
 export const MIN_EVENT_INTERVAL_MS = 10_000
 
 /**
- * The lease outlives the function's 60 s timeout, so a run that dies holds it no longer than
- * this, and never shorter than a live run.
+ * The lease outlives the function's timeout by 30 s (90 s), so a run that dies holds it no longer
+ * than this, and never shorter than a live run.
  */
-export const LEASE_MS = 90_000
+export const LEASE_MS = (FUNCTION_TIMEOUT_SECONDS.keySync + 30) * 1_000
 
 /** How long the deploy's sync waits for a run in progress (it then leaves the mirror to it). */
 const DEPLOY_LEASE_WAIT = { attempts: 10, delayMs: 2_000 }
@@ -95,6 +96,8 @@ export interface KeySyncDependencies {
   sendResponse: ResponseSender
   sleep?: (ms: number) => Promise<void>
   minEventIntervalMs?: number
+  /** Logger context and metrics publishing: outermost, sees every outcome. */
+  observability?: MiddlewareObj<KeySyncEvent, KeySyncResult, Error, Context>[]
 }
 
 export type SkipReason = 'coalesced' | 'other-stage' | 'lease-held'
@@ -149,7 +152,7 @@ const isConfirmation = (event: unknown): event is ConfirmRemovalsEvent =>
  * A failure is counted, logged and rethrown: the next run retries, and the mirror keeps what the
  * last successful run wrote. Every success is counted, so a schedule that stops alarms.
  */
-export const createKeySyncHandler = (deps: KeySyncDependencies) => {
+export const keySyncHandler = (deps: KeySyncDependencies) => {
   const { source, mirror, state, flusher, logger, metrics, clock, sendResponse } = deps
   const sleep = deps.sleep ?? defaultSleep
   const minEventIntervalMs = deps.minEventIntervalMs ?? MIN_EVENT_INTERVAL_MS
@@ -321,19 +324,21 @@ export const createKeySyncHandler = (deps: KeySyncDependencies) => {
       : 'other-stage'
   }
 
-  return middy<KeySyncEvent, KeySyncResult, Error, Context>().handler(async (event) => {
-    if (isCustomResourceEvent(event)) return deploySync(event)
-    if (isConfirmation(event)) {
-      return sync('operator confirmation', { confirmedCount: event.confirmRemovals })
-    }
-    const trigger = event?.['detail-type'] ?? 'unknown'
-    if (trigger === MANAGEMENT_EVENT) {
-      const reason = await skipReasonOf(event)
-      if (reason) {
-        logger.info('Key sync skipped', { trigger, reason })
-        return skipped(reason)
+  return middy<KeySyncEvent, KeySyncResult, Error, Context>()
+    .use(deps.observability ?? [])
+    .handler(async (event) => {
+      if (isCustomResourceEvent(event)) return deploySync(event)
+      if (isConfirmation(event)) {
+        return sync('operator confirmation', { confirmedCount: event.confirmRemovals })
       }
-    }
-    return sync(trigger)
-  })
+      const trigger = event?.['detail-type'] ?? 'unknown'
+      if (trigger === MANAGEMENT_EVENT) {
+        const reason = await skipReasonOf(event)
+        if (reason) {
+          logger.info('Key sync skipped', { trigger, reason })
+          return skipped(reason)
+        }
+      }
+      return sync(trigger)
+    })
 }

@@ -18,7 +18,7 @@ export interface ListPetsDependencies extends HttpPipelineOptions {
 }
 
 /** GET /pets: a page of pets, optionally filtered by status; `Link: rel="next"` when more exist. */
-export const createListPetsHandler = (deps: ListPetsDependencies) =>
+export const listPetsHandler = (deps: ListPetsDependencies) =>
   httpPipeline<RequestInput<typeof input>>(deps)
     .use(validateRequestMiddleware(input))
     .handler(async (event) => {

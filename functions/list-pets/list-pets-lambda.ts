@@ -1,4 +1,4 @@
-import { listPetsFunctionDependencies } from '#functions/pet-function-dependencies.ts'
-import { createListPetsHandler } from './list-pets-handler.ts'
+import { listPetsDependencies } from './list-pets-dependencies.ts'
+import { listPetsHandler } from './list-pets-handler.ts'
 
-export const handler = createListPetsHandler(listPetsFunctionDependencies())
+export const handler = listPetsHandler(listPetsDependencies())

@@ -2,12 +2,15 @@ import { RemovalPolicy } from 'aws-cdk-lib'
 import { RetentionDays } from 'aws-cdk-lib/aws-logs'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
+  limitsFor,
   PLAN_LIMITS,
   PLAN_NAMES,
   type PlanLimits,
+  type PlanName,
   parsePlanLimits,
 } from '#shared/config/plans-config.ts'
-import { stageThrottleFloor } from './usage-plans-config.ts'
+import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
+import { type ContextReader, type StageContext, stageContext } from './stage-context-reader.ts'
 
 /** The deployment stages (docs/operations.md, "What a stage is"): each is its own stack set. */
 export const STAGE_NAMES = ['staging', 'production'] as const
@@ -69,37 +72,7 @@ export interface StageConfig {
   wafRateLimitPer5Minutes: number
 }
 
-/** Context settings, as `petstore.<stage>.<setting>` in cdk.json or `-c <stage>.<setting>=value`. */
-export const STAGE_SETTINGS = [
-  'account',
-  'region',
-  'domainName',
-  'certificateArn',
-  'hostedZoneId',
-  'hostedZoneName',
-  'enterpriseLimits',
-  'logRetentionDays',
-  'authorizerCacheTtlSeconds',
-  'alarmEmail',
-  'throttleRateLimit',
-  'throttleBurstLimit',
-  'gradualDeployment',
-  'waf',
-  'wafRateLimitPer5Minutes',
-  'apiGatewayCloudWatchRole',
-] as const
-export type StageSetting = (typeof STAGE_SETTINGS)[number]
-
-/**
- * Switches that may also be given once for every stage synthesized (`-c waf=false`); a
- * `-c <stage>.<setting>` still wins for its stage.
- */
-const APP_WIDE_SWITCHES = ['gradualDeployment', 'waf'] as const satisfies readonly StageSetting[]
-
-const isAppWideSwitch = (setting: StageSetting): boolean =>
-  (APP_WIDE_SWITCHES as readonly StageSetting[]).includes(setting)
-
-interface StageDefaults {
+export interface StageDefaults {
   logRetentionDays: number
   authorizerCacheTtlSeconds: number
   throttleRateLimit: number
@@ -128,10 +101,6 @@ export const STAGE_DEFAULTS: Record<StageName, StageDefaults> = {
   },
 }
 
-/** Reads one context value (e.g. `(key) => app.node.tryGetContext(key)`). */
-export type ContextReader = (key: string) => unknown
-
-export const CONTEXT_ROOT = 'petstore'
 export const STAGE_CONTEXT_KEY = 'stage'
 
 /** The stages to synthesize: `-c stage=<name>` selects one, no value selects both. */
@@ -149,141 +118,148 @@ const RETENTION_VALUES = new Set<number>(
 )
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
 
-export const readStageConfig = (context: ContextReader, stage: StageName): StageConfig => {
-  const root = context(CONTEXT_ROOT)
-  const nested =
-    root && typeof root === 'object' ? (root as Record<string, unknown>)[stage] : undefined
-  const fromObject = nested && typeof nested === 'object' ? (nested as Record<string, unknown>) : {}
-  // Most specific first: `-c production.waf=...`, then `-c waf=...` for an app-wide switch, then
-  // the cdk.json object. The key is what an error message names.
-  const source = (setting: StageSetting): { key: string; value: unknown } => {
-    const own = `${stage}.${setting}`
-    const flat = context(own)
-    if (flat !== undefined && flat !== null) return { key: own, value: flat }
-    const everyStage = isAppWideSwitch(setting) ? context(setting) : undefined
-    if (everyStage !== undefined && everyStage !== null) return { key: setting, value: everyStage }
-    return { key: own, value: fromObject[setting] }
-  }
-  const raw = (setting: StageSetting): unknown => {
-    const { value } = source(setting)
-    return value === null || value === '' ? undefined : value
-  }
-  const fail = (setting: StageSetting, expected: string): never => {
-    throw new Error(
-      `Invalid context ${source(setting).key}=${JSON.stringify(raw(setting))}: expected ${expected}`,
+/** How long the stage's log groups keep their events: one of CloudWatch Logs' retentions. */
+export const logRetentionOf = (settings: StageContext, defaults: StageDefaults): RetentionDays => {
+  const days = settings.integer('logRetentionDays', {
+    fallback: defaults.logRetentionDays,
+    min: 1,
+    max: 3653,
+  })
+  if (!RETENTION_VALUES.has(days)) {
+    settings.fail(
+      'logRetentionDays',
+      `a CloudWatch Logs retention (${[...RETENTION_VALUES].join(', ')})`,
     )
   }
-  const text = (setting: StageSetting): string | undefined => {
-    const value = raw(setting)
-    if (value === undefined) return undefined
-    return typeof value === 'string' && value.trim() !== ''
-      ? value.trim()
-      : fail(setting, 'a string')
-  }
-  const integer = (
-    setting: StageSetting,
-    fallback: number,
-    min: number,
-    max = Number.MAX_SAFE_INTEGER,
-    why?: string,
-  ): number => {
-    const value = raw(setting)
-    if (value === undefined) return fallback
-    const number = typeof value === 'number' ? value : Number(String(value).trim())
-    const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`
-    return Number.isSafeInteger(number) && number >= min && number <= max
-      ? number
-      : fail(setting, `an integer ${range}${why ? ` (${why})` : ''}`)
-  }
-  const flag = (setting: StageSetting, fallback: boolean): boolean => {
-    const value = raw(setting)
-    if (value === undefined) return fallback
-    if (value === true || value === 'true') return true
-    if (value === false || value === 'false') return false
-    return fail(setting, 'true or false')
-  }
+  return days as RetentionDays
+}
 
-  const defaults = STAGE_DEFAULTS[stage]
-  const logRetentionDays = integer('logRetentionDays', defaults.logRetentionDays, 1, 3653)
-  if (!RETENTION_VALUES.has(logRetentionDays)) {
-    fail('logRetentionDays', `a CloudWatch Logs retention (${[...RETENTION_VALUES].join(', ')})`)
+/** The Enterprise plan's limits, `perMinute/perDay`, or the default. */
+export const enterpriseLimitsOf = (settings: StageContext): PlanLimits => {
+  const text = settings.text('enterpriseLimits')
+  if (text === undefined) return DEFAULT_ENTERPRISE_LIMITS
+  try {
+    return parsePlanLimits(text)
+  } catch {
+    return settings.fail('enterpriseLimits', '"perMinute/perDay", e.g. "5000/1000000"')
   }
-  const limitsText = text('enterpriseLimits')
-  let enterpriseLimits = DEFAULT_ENTERPRISE_LIMITS
-  if (limitsText !== undefined) {
-    try {
-      enterpriseLimits = parsePlanLimits(limitsText)
-    } catch {
-      fail('enterpriseLimits', '"perMinute/perDay", e.g. "5000/1000000"')
-    }
-  }
-  const alarmEmail = text('alarmEmail')
-  if (alarmEmail !== undefined && !EMAIL.test(alarmEmail)) fail('alarmEmail', 'an email address')
-  // The rate never undercuts the largest plan backstop: a stage throttle below it would refuse a
-  // client of that plan before its own usage plan does. The burst has no such floor: the
-  // account's burst (5,000 by default) caps every bucket above it anyway.
+}
+
+export const alarmEmailOf = (settings: StageContext): string | undefined => {
+  const alarmEmail = settings.text('alarmEmail')
+  if (alarmEmail !== undefined && !EMAIL.test(alarmEmail))
+    settings.fail('alarmEmail', 'an email address')
+  return alarmEmail
+}
+
+/** The stage throttle's floor: the largest backstop rate of any plan, and whose. */
+export interface StageThrottleFloor {
+  rateLimit: number
+  ratePlan: PlanName
+}
+
+/**
+ * A stage throttle rate below this would refuse a client of that plan before its own usage plan
+ * does (docs/rate-limits-and-keys.md, "Layers on AWS").
+ */
+export const stageThrottleFloor = (enterprise: PlanLimits): StageThrottleFloor =>
+  PLAN_NAMES.map(
+    (plan): StageThrottleFloor => ({
+      ratePlan: plan,
+      rateLimit: usagePlanBackstop(limitsFor(plan, enterprise)).rateLimit,
+    }),
+  ).reduce((best, candidate) => (candidate.rateLimit > best.rateLimit ? candidate : best))
+
+/**
+ * The stage throttle. The rate never undercuts the largest plan backstop: a stage throttle below
+ * it would refuse a client of that plan before its own usage plan does. The burst has no such
+ * floor: the account's burst (5,000 by default) caps every bucket above it anyway.
+ */
+export const stageThrottleOf = (
+  settings: StageContext,
+  defaults: StageDefaults,
+  enterpriseLimits: PlanLimits,
+): Pick<StageConfig, 'throttleRateLimit' | 'throttleBurstLimit'> => {
   const floor = stageThrottleFloor(enterpriseLimits)
   const minimumRate = Math.ceil(floor.rateLimit)
-  const throttleRateLimit = integer(
-    'throttleRateLimit',
-    Math.max(defaults.throttleRateLimit, minimumRate),
-    minimumRate,
-    undefined,
-    `the ${floor.ratePlan} usage plan's backstop is ${Number(floor.rateLimit.toFixed(2))} requests/s; a lower stage throttle would refuse requests that plan allows`,
-  )
-  const throttleBurstLimit = integer('throttleBurstLimit', defaults.throttleBurstLimit, 1)
+  return {
+    throttleRateLimit: settings.integer('throttleRateLimit', {
+      fallback: Math.max(defaults.throttleRateLimit, minimumRate),
+      min: minimumRate,
+      why: `the ${floor.ratePlan} usage plan's backstop is ${Number(floor.rateLimit.toFixed(2))} requests/s; a lower stage throttle would refuse requests that plan allows`,
+    }),
+    throttleBurstLimit: settings.integer('throttleBurstLimit', {
+      fallback: defaults.throttleBurstLimit,
+      min: 1,
+    }),
+  }
+}
 
-  const domainName = text('domainName')
-  const certificateArn = text('certificateArn')
-  const hostedZoneId = text('hostedZoneId')
-  const hostedZoneName = text('hostedZoneName')
+/** A custom domain needs its certificate; an alias record needs both hosted zone settings. */
+export const customDomainOf = (settings: StageContext): CustomDomainConfig | undefined => {
+  const domainName = settings.text('domainName')
+  const certificateArn = settings.text('certificateArn')
+  const hostedZoneId = settings.text('hostedZoneId')
+  const hostedZoneName = settings.text('hostedZoneName')
   if ((domainName === undefined) !== (certificateArn === undefined)) {
-    fail(domainName ? 'certificateArn' : 'domainName', 'domainName and certificateArn together')
+    settings.fail(
+      domainName ? 'certificateArn' : 'domainName',
+      'domainName and certificateArn together',
+    )
   }
   if (
     (hostedZoneId === undefined) !== (hostedZoneName === undefined) ||
     (hostedZoneId && !domainName)
   ) {
-    fail('hostedZoneId', 'hostedZoneId and hostedZoneName together, with domainName')
+    settings.fail('hostedZoneId', 'hostedZoneId and hostedZoneName together, with domainName')
   }
-  const account = text('account')
-  const region = text('region')
+  if (!domainName || !certificateArn) return undefined
+  return {
+    domainName,
+    certificateArn,
+    ...(hostedZoneId && hostedZoneName ? { hostedZoneId, hostedZoneName } : {}),
+  }
+}
 
+/**
+ * Everything that differs between stages, from CDK context and the stage's defaults: one step per
+ * concern above, each failing synthesis with the context key and what it expected.
+ */
+export const readStageConfig = (context: ContextReader, stage: StageName): StageConfig => {
+  const settings = stageContext(context, stage)
+  const defaults = STAGE_DEFAULTS[stage]
+  // In this order, the first bad setting is the one an error names.
+  const logRetention = logRetentionOf(settings, defaults)
+  const enterpriseLimits = enterpriseLimitsOf(settings)
+  const alarmEmail = alarmEmailOf(settings)
+  const throttle = stageThrottleOf(settings, defaults, enterpriseLimits)
+  const customDomain = customDomainOf(settings)
+  const account = settings.text('account')
+  const region = settings.text('region')
   return {
     stage,
     retainData: stage === 'production',
     ...(account ? { account } : {}),
     ...(region ? { region } : {}),
-    ...(domainName && certificateArn
-      ? {
-          customDomain: {
-            domainName,
-            certificateArn,
-            ...(hostedZoneId && hostedZoneName ? { hostedZoneId, hostedZoneName } : {}),
-          },
-        }
-      : {}),
+    ...(customDomain ? { customDomain } : {}),
     enterpriseLimits,
-    logRetention: logRetentionDays as RetentionDays,
-    authorizerCacheTtlSeconds: integer(
-      'authorizerCacheTtlSeconds',
-      defaults.authorizerCacheTtlSeconds,
-      0,
-      3600,
-    ),
+    logRetention,
+    authorizerCacheTtlSeconds: settings.integer('authorizerCacheTtlSeconds', {
+      fallback: defaults.authorizerCacheTtlSeconds,
+      min: 0,
+      max: 3600,
+    }),
     ...(alarmEmail ? { alarmEmail } : {}),
-    throttleRateLimit,
-    throttleBurstLimit,
-    apiGatewayCloudWatchRole: flag('apiGatewayCloudWatchRole', true),
-    gradualDeployment: flag('gradualDeployment', stage === 'production'),
-    waf: flag('waf', stage === 'production'),
+    ...throttle,
+    apiGatewayCloudWatchRole: settings.flag('apiGatewayCloudWatchRole', true),
+    gradualDeployment: settings.flag('gradualDeployment', stage === 'production'),
+    waf: settings.flag('waf', stage === 'production'),
     // WAF allows 10 to 2,000,000,000 per window ("Rate-based rule statement", AWS WAF docs).
-    wafRateLimitPer5Minutes: integer(
-      'wafRateLimitPer5Minutes',
-      wafRateFloor(enterpriseLimits),
-      10,
-      2_000_000_000,
-    ),
+    wafRateLimitPer5Minutes: settings.integer('wafRateLimitPer5Minutes', {
+      fallback: wafRateFloor(enterpriseLimits),
+      min: 10,
+      max: 2_000_000_000,
+    }),
   }
 }
 

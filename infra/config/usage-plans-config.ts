@@ -58,21 +58,3 @@ export const usagePlanSpecs = (stage: string, enterprise: PlanLimits): UsagePlan
       tags: planTags(plan, limits),
     }
   })
-
-/** The stage throttle's floor: the largest backstop rate of any plan, and whose. */
-export interface StageThrottleFloor {
-  rateLimit: number
-  ratePlan: PlanName
-}
-
-/**
- * A stage throttle rate below this would refuse a client of that plan before its own usage plan
- * does (docs/rate-limits-and-keys.md, "Layers on AWS").
- */
-export const stageThrottleFloor = (enterprise: PlanLimits): StageThrottleFloor =>
-  PLAN_NAMES.map(
-    (plan): StageThrottleFloor => ({
-      ratePlan: plan,
-      rateLimit: usagePlanBackstop(limitsFor(plan, enterprise)).rateLimit,
-    }),
-  ).reduce((best, candidate) => (candidate.rateLimit > best.rateLimit ? candidate : best))

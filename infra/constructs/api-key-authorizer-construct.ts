@@ -5,6 +5,7 @@ import type { Construct } from 'constructs'
 import { AUTHORIZER_ENTRY } from '#functions/function-entries.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
 import { BEARER_TOKEN_VALIDATION_PATTERN } from '#shared/auth/bearer-token.ts'
+import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import { AUTHORIZER_OPERATION } from '#shared/observability/metrics.ts'
 import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-construct.ts'
 
@@ -28,7 +29,7 @@ export const addApiKeyAuthorizerFunction = (
     logGroupName: `/petstore/${stage}/authorizer`,
     // Small and quick: it hashes a header and reads one item of the key mirror.
     memorySize: 256,
-    timeout: Duration.seconds(5),
+    timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS.authorizer),
     liveAlias: true,
   }).bindTable(keyMirrorTable, 'LOOKUP', { envVar: 'KEY_MIRROR_TABLE_NAME' })
 }

@@ -8,7 +8,8 @@ import type { CfnFunction } from 'aws-cdk-lib/aws-lambda'
 import type { Construct } from 'constructs'
 import { KEY_SYNC_ENTRY } from '#functions/function-entries.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
-import { KEY_MIRROR_TABLE } from '#shared/data/table-schema.ts'
+import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
+import { KEY_MIRROR_TABLE } from '#shared/data/table-keys.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-construct.ts'
 
@@ -66,7 +67,7 @@ export const addKeySync = (
     logGroupName: `/petstore/${stage}/key-sync`,
     // As long as the schedule's interval: a hung run ends before a second scheduled one queues.
     // No reserved concurrency (a new account has none to spare): runs take a lease instead.
-    timeout: Duration.seconds(60),
+    timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS.keySync),
     environment: { REST_API_ID: api.restApiId, API_STAGE: stageName },
   }).bindTable(keyMirrorTable, 'REBUILD', { envVar: 'KEY_MIRROR_TABLE_NAME' })
   // The next scheduled run is the retry: a failed run is not repeated, and an event that waited

@@ -1,9 +1,11 @@
+import { Duration } from 'aws-cdk-lib'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import type { Construct } from 'constructs'
 import { functionEntry } from '#functions/function-entries.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
+import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import { API_VERSION_PATH, type OperationId, ROUTES } from '#shared/config/routes-config.ts'
-import { PET_TABLE } from '#shared/data/table-schema.ts'
+import { PET_TABLE } from '#shared/data/table-keys.ts'
 import {
   PetstoreFunction,
   stageFunctionDefaults,
@@ -44,6 +46,7 @@ export const addOperationFunctions = (
       serviceName: route.operationId,
       description: `Petstore ${stage}: ${route.operationId} (${route.method} ${API_VERSION_PATH}${route.path})`,
       logGroupName: `/petstore/${stage}/${route.functionName}`,
+      timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS[route.operationId]),
       liveAlias: true,
     })
     // Each operation only what its repository calls: getPet one GetItem, listPets a Scan or a

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib'
+import { type Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import { type IRole, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam'
 import { Alias, Architecture, type IFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda'
@@ -72,7 +72,8 @@ export interface PetstoreFunctionProps {
   /** Of the log group: production keeps its logs after a stack is deleted. */
   logRemovalPolicy: RemovalPolicy
   memorySize?: number
-  timeout?: Duration
+  /** From FUNCTION_TIMEOUT_SECONDS, so the local gateway and the tests use the same. */
+  timeout: Duration
   environment?: Record<string, string>
   /**
    * Invoked through a `live` alias on the current version (API routes and the authorizer), so a
@@ -133,7 +134,7 @@ export class PetstoreFunction extends Construct {
       runtime: FUNCTION_RUNTIME,
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
-      timeout: props.timeout ?? Duration.seconds(10),
+      timeout: props.timeout,
       description: props.description,
       role,
       logGroup: this.logGroup,

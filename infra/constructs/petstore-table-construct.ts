@@ -12,7 +12,7 @@ import { Construct } from 'constructs'
 
 export interface PetstoreTableProps {
   /**
-   * The CreateTable input the local server and tests use (shared/data/table-schema.ts): the CDK
+   * The CreateTable input the local server and tests use (shared/data/table-keys.ts): the CDK
    * table takes its keys, attribute types and indexes from it, so the two cannot drift apart.
    */
   definition: CreateTableCommandInput

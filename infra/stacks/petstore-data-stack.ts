@@ -10,7 +10,7 @@ import {
   petTableDefinition,
   RATE_LIMIT_TABLE,
   rateLimitTableDefinition,
-} from '#shared/data/table-schema.ts'
+} from '#shared/data/table-keys.ts'
 
 export interface PetstoreDataStackProps extends StackProps {
   config: StageConfig

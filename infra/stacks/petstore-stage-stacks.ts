@@ -1,11 +1,7 @@
 import { type App, Tags } from 'aws-cdk-lib'
 import { stackName } from '#infra/config/stack-names-config.ts'
-import {
-  type ContextReader,
-  readStageConfig,
-  type StageConfig,
-  selectedStages,
-} from '#infra/config/stage-config.ts'
+import { readStageConfig, type StageConfig, selectedStages } from '#infra/config/stage-config.ts'
+import type { ContextReader } from '#infra/config/stage-context-reader.ts'
 import { stageTags } from '#infra/config/usage-plans-config.ts'
 import { PetstoreApiStack } from './petstore-api-stack.ts'
 import { PetstoreDataStack } from './petstore-data-stack.ts'

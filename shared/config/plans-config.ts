@@ -28,12 +28,6 @@ export const PLAN_DISPLAY_NAMES: Record<PlanName, string> = {
   enterprise: 'Enterprise',
 }
 
-/**
- * Usage plan tag naming the plan (value: a PlanName). The CDK tags the plans it creates; the
- * authorizer reads it, and treats a plan of the stage without it as a custom Enterprise plan.
- */
-export const USAGE_PLAN_TAG = 'petstore:plan'
-
 export const isPlanName = (value: string): value is PlanName =>
   (PLAN_NAMES as readonly string[]).includes(value)
 
@@ -56,11 +50,13 @@ export const parsePlanLimits = (text: string): PlanLimits => {
 }
 
 /**
- * Usage plan tags the key-sync function reads (docs/rate-limits-and-keys.md, "Keys"): the plan
- * name, and for a per-customer Enterprise plan its own limits.
+ * Usage plan tags (docs/rate-limits-and-keys.md, "Keys"): the CDK tags the plans it creates, and
+ * the key sync reads them to mirror each key with its plan. `plan` names a PlanName; a
+ * per-customer Enterprise plan also carries its own limits. A plan of the stage without valid
+ * tags is refused, its keys left out of the mirror (planFromTags).
  */
 export const PLAN_TAGS = {
-  plan: USAGE_PLAN_TAG,
+  plan: 'petstore:plan',
   perMinute: 'petstore:perMinute',
   perDay: 'petstore:perDay',
 } as const

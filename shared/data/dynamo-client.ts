@@ -1,5 +1,6 @@
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb'
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb'
+import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 
 /**
  * Time limits of every DynamoDB call, so a stalled connection becomes a 503 (the error handler
@@ -45,7 +46,8 @@ export const DYNAMO_CLIENT_LIMITS: DynamoClientLimits = {
  */
 export const IN_PROCESS_CLIENT_LIMITS: DynamoClientLimits = {
   connectionTimeoutMs: 5_000,
-  requestTimeoutMs: 9_000,
+  // 9 s: the pet functions' 10 s less a second to answer.
+  requestTimeoutMs: FUNCTION_TIMEOUT_SECONDS.createPet * 1_000 - 1_000,
   maxAttempts: 2,
   maxBackoffMs: 1_000,
 }

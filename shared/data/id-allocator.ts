@@ -1,5 +1,5 @@
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb'
-import { PET_TABLE } from './table-schema.ts'
+import { PET_TABLE } from './table-keys.ts'
 
 /**
  * Hands out pet ids from blocks reserved on an atomic counter item: one DynamoDB round trip per

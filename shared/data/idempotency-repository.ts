@@ -9,7 +9,7 @@ import {
 import { IDEMPOTENCY_WINDOW_SECONDS } from '#shared/domain/idempotency-schema.ts'
 import { isConditionFailure, oldItemOf } from '#shared/errors/datastore-errors.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
-import { IDEMPOTENCY_TABLE } from './table-schema.ts'
+import { IDEMPOTENCY_TABLE } from './table-keys.ts'
 
 /**
  * Why not @aws-lambda-powertools/idempotency: its IN_PROGRESS record cannot carry the pet id, so

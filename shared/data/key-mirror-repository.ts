@@ -8,12 +8,8 @@ import {
   ScanCommand,
 } from '@aws-sdk/lib-dynamodb'
 import type { AppLogger } from '#shared/observability/logger.ts'
-import {
-  type KeyMirrorEntry,
-  type KeyMirrorItem,
-  KeyMirrorItemSchema,
-} from './key-mirror-schema.ts'
-import { KEY_MIRROR_TABLE } from './table-schema.ts'
+import { type KeyMirrorEntry, type KeyMirrorItem, KeyMirrorItemSchema } from './key-mirror-item.ts'
+import { KEY_MIRROR_TABLE } from './table-keys.ts'
 
 /** What a key item's partition key looks like: a SHA-256 in hex (hashApiKey). */
 const KEY_HASH = /^[0-9a-f]{64}$/

@@ -6,7 +6,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb'
 import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
-import { KEY_MIRROR_TABLE } from './table-schema.ts'
+import { KEY_MIRROR_TABLE } from './table-keys.ts'
 
 /** A mass removal the guard withholds until later runs agree (see removal-guard.ts). */
 export interface HeldRemoval {

@@ -9,7 +9,7 @@ import {
 import type { NewPet, Pet, PetStatus } from '#shared/domain/pet-schema.ts'
 import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
 import type { IdAllocator } from './id-allocator.ts'
-import { PET_TABLE, petKey } from './table-schema.ts'
+import { PET_TABLE, petKey } from './table-keys.ts'
 
 export interface ListPetsOptions {
   limit: number

@@ -7,8 +7,8 @@ export const ErrorDetailSchema = z.object({ field: z.string(), message: z.string
 export type ErrorDetail = z.infer<typeof ErrorDetailSchema>
 
 /**
- * The Error body every error response carries (docs/api.md, "Errors"):
- * the type of what http-response renders, and meant to feed the OpenAPI document.
+ * The Error body every error response carries (docs/api.md, "Errors"): the type of what
+ * http-response renders, and the OpenAPI document's Error schema.
  */
 export const ErrorSchema = z.object({
   code: z.enum(ERROR_CODES),

@@ -1,7 +1,7 @@
 /**
  * Every error code the API can answer with, and its HTTP status (docs/api.md, "Errors").
- * One table: the error middleware, the local gateway and the CDK gateway responses read it (and
- * it is meant to feed the OpenAPI document).
+ * One table: the error middleware, the local gateway, the CDK gateway responses and the OpenAPI
+ * document (the Error schema's code enum, each operation's error answers) read it.
  */
 export const ERROR_STATUS = {
   invalid_json: 400,

@@ -1,6 +1,6 @@
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
-import { RATE_LIMIT_TABLE } from '#shared/data/table-schema.ts'
+import { RATE_LIMIT_TABLE } from '#shared/data/table-keys.ts'
 import { isConditionFailure, oldItemOf } from '#shared/errors/datastore-errors.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import {

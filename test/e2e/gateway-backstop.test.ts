@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
 import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
 import {
-  type ApiResponse,
   apiClient,
   type InProcessServer,
   startInProcessServer,
@@ -38,10 +37,6 @@ afterAll(async () => {
   vi.useRealTimers()
 })
 
-/** A 429 from the gateway itself: the function never ran, so no rate-limit headers. */
-const isGatewayRefusal = (response: ApiResponse) =>
-  response.status === 429 && response.headers.get('x-ratelimit-limit') === null
-
 describe('the usage-plan backstop on the local gateway', () => {
   it('never refuses a client that follows the headers', async () => {
     vi.setSystemTime(at(12, 0, 0))
@@ -55,7 +50,7 @@ describe('the usage-plan backstop on the local gateway', () => {
         vi.setSystemTime(Number(response.headers.get('x-ratelimit-reset')) * 1000)
       }
     }
-    expect(statuses.every((status) => status === 200)).toBe(true)
+    expect(statuses.filter((status) => status !== 200)).toEqual([])
   })
 
   it('admits 60 requests at 12:00:59 and 60 more at 12:01:00 from a Free key', async () => {
@@ -82,8 +77,8 @@ describe('the usage-plan backstop on the local gateway', () => {
       )
       sent += count
       for (const response of responses) {
-        // Every answer comes from the function: its code and its rate-limit headers.
-        expect(isGatewayRefusal(response)).toBe(false)
+        // Every answer comes from the function: its code and its rate-limit headers (the
+        // gateway's own 429s carry none).
         expect(response.headers.get('x-ratelimit-limit')).toBe(String(FREE.perMinute))
         const code = response.status === 200 ? 'ok' : (response.json as { code: string }).code
         codes.set(code, (codes.get(code) ?? 0) + 1)

@@ -20,9 +20,12 @@ const FREE = PLAN_LIMITS.free
 const FREE_KEY = 'gw-throttled-0123456789abcdef'
 const PRO_KEY = 'gw-quota-0123456789abcdef012'
 
-/** A 429 from the gateway itself: the function never ran, so no rate-limit headers. */
-const isGatewayRefusal = (response: ApiResponse) =>
-  response.status === 429 && response.headers.get('x-ratelimit-limit') === null
+/** What tells a 429 of the gateway itself: the function never ran, so no rate-limit headers. */
+const refusalOf = (response: ApiResponse) => ({
+  status: response.status,
+  rateLimitHeader: response.headers.get('x-ratelimit-limit'),
+})
+const GATEWAY_REFUSAL = { status: 429, rateLimitHeader: null }
 
 describe("the gateway's own 429s", () => {
   let tiny: InProcessServer
@@ -49,7 +52,7 @@ describe("the gateway's own 429s", () => {
     const throttled = apiClient(tiny.baseUrl, FREE_KEY)
     expect((await throttled.get('/pets')).status).toBe(200)
     const refused = await throttled.get('/pets')
-    expect(isGatewayRefusal(refused)).toBe(true)
+    expect(refusalOf(refused)).toEqual(GATEWAY_REFUSAL)
     expect(refused.json).toMatchObject({
       code: 'rate_limited',
       message: expect.any(String),
@@ -60,7 +63,7 @@ describe("the gateway's own 429s", () => {
     const quota = apiClient(tiny.baseUrl, PRO_KEY)
     expect((await quota.get('/pets')).status).toBe(200)
     const spent = await quota.get('/pets')
-    expect(isGatewayRefusal(spent)).toBe(true)
+    expect(refusalOf(spent)).toEqual(GATEWAY_REFUSAL)
     expect(spent.json).toMatchObject({
       code: 'quota_exceeded',
       message: expect.any(String),

@@ -7,7 +7,7 @@ import {
   UpdateApiKeyCommand,
 } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { hashApiKey } from '#shared/data/key-mirror-schema.ts'
+import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import {
   apiClient,
   type InProcessServer,

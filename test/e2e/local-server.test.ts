@@ -38,7 +38,7 @@ describe.concurrent('local server', () => {
         }),
       ),
     )
-    expect(created.every((response) => response.status === 201)).toBe(true)
+    expect(created.filter((response) => response.status !== 201)).toEqual([])
 
     // SIGTERM as soon as the first of 60 concurrent creates is answered: the rest are in flight.
     const acknowledged: number[] = []

@@ -1,11 +1,7 @@
 import type { Template } from 'aws-cdk-lib/assertions'
 import { describe, expect, it } from 'vitest'
 import { BEARER_CHALLENGE, BEARER_TOKEN_VALIDATION_PATTERN } from '#shared/auth/bearer-token.ts'
-import {
-  DEFAULT_ENTERPRISE_LIMITS,
-  PLAN_TAGS,
-  USAGE_PLAN_TAG,
-} from '#shared/config/plans-config.ts'
+import { DEFAULT_ENTERPRISE_LIMITS, PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
 import { ERROR_MESSAGES, type ErrorCode } from '#shared/errors/error-codes.ts'
 import {
@@ -222,7 +218,7 @@ const plansOf = (template: Template) =>
     resourcesOf(template, 'AWS::ApiGateway::UsagePlan').map(([, plan]) => {
       const props = propsOf(plan)
       const tags = props.Tags as { Key: string; Value: string }[]
-      return [tags.find((tag) => tag.Key === USAGE_PLAN_TAG)?.Value, props]
+      return [tags.find((tag) => tag.Key === PLAN_TAGS.plan)?.Value, props]
     }),
   )
 

@@ -7,7 +7,7 @@ import {
   petTableDefinition,
   RATE_LIMIT_TABLE,
   rateLimitTableDefinition,
-} from '#shared/data/table-schema.ts'
+} from '#shared/data/table-keys.ts'
 import { appStage, type CfnResource, propsOf, resourcesOf } from './support/synth-app.ts'
 
 /** The four tables of a stage, found by the construct ids the data stack gives them. */
@@ -145,20 +145,20 @@ describe('data retention', () => {
     const { pets } = tablesOf('production')
     expect(pets.DeletionPolicy).toBe('Retain')
     expect(pets.UpdateReplacePolicy).toBe('Retain')
-    expect(propsOf(pets).DeletionProtectionEnabled).toBe(true)
+    expect(propsOf(pets)).toMatchObject({ DeletionProtectionEnabled: true })
   })
 
   it('staging may be destroyed with its stack', () => {
     const { pets } = tablesOf('staging')
     expect(pets.DeletionPolicy).toBe('Delete')
-    expect(propsOf(pets).DeletionProtectionEnabled).toBe(false)
+    expect(propsOf(pets)).toMatchObject({ DeletionProtectionEnabled: false })
   })
 
   it('rate-limit counters are disposable in every stage', () => {
     for (const stage of ['staging', 'production'] as const) {
       const { rateLimits } = tablesOf(stage)
       expect(rateLimits.DeletionPolicy).toBe('Delete')
-      expect(propsOf(rateLimits).DeletionProtectionEnabled).toBe(false)
+      expect(propsOf(rateLimits)).toMatchObject({ DeletionProtectionEnabled: false })
     }
   })
 
@@ -166,7 +166,7 @@ describe('data retention', () => {
     for (const stage of ['staging', 'production'] as const) {
       const { keyMirror } = tablesOf(stage)
       expect(keyMirror.DeletionPolicy).toBe('Delete')
-      expect(propsOf(keyMirror).DeletionProtectionEnabled).toBe(false)
+      expect(propsOf(keyMirror)).toMatchObject({ DeletionProtectionEnabled: false })
     }
   })
 })

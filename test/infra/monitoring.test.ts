@@ -206,10 +206,9 @@ describe('alarms', () => {
       JSON.stringify(alarm.Metrics?.[1]?.MetricStat?.Metric.Dimensions),
     )
     expect(tables).toHaveLength(4)
-    expect(tables.some((text) => text.includes('IdempotencyTable'))).toBe(true)
-    expect(tables.some((text) => text.includes('PetTable'))).toBe(true)
-    expect(tables.some((text) => text.includes('RateLimitTable'))).toBe(true)
-    expect(tables.some((text) => text.includes('KeyMirrorTable'))).toBe(true)
+    for (const table of ['IdempotencyTable', 'PetTable', 'RateLimitTable', 'KeyMirrorTable']) {
+      expect(tables).toContainEqual(expect.stringContaining(table))
+    }
   })
 
   it('notifies the stage topic on alarm and on recovery', () => {
@@ -264,7 +263,7 @@ describe('dashboard', () => {
 describe('tracing', () => {
   it('traces the stage and every function with X-Ray', () => {
     const [[, stage]] = resourcesOf(production, 'AWS::ApiGateway::Stage') as [[string, CfnResource]]
-    expect(propsOf(stage).TracingEnabled).toBe(true)
+    expect(propsOf(stage)).toMatchObject({ TracingEnabled: true })
     const functions = resourcesOf(production, 'AWS::Lambda::Function')
     // The operations, the authorizer and the key sync.
     expect(functions).toHaveLength(ROUTES.length + 2)

@@ -1,7 +1,18 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs'
 import { describe, expect, it } from 'vitest'
-import { type ContextReader, readStageConfig, selectedStages } from '#infra/config/stage-config.ts'
-import { stageThrottleFloor, usagePlanSpecs } from '#infra/config/usage-plans-config.ts'
+import {
+  alarmEmailOf,
+  customDomainOf,
+  enterpriseLimitsOf,
+  logRetentionOf,
+  readStageConfig,
+  STAGE_DEFAULTS,
+  selectedStages,
+  stageThrottleFloor,
+  stageThrottleOf,
+} from '#infra/config/stage-config.ts'
+import { type ContextReader, stageContext } from '#infra/config/stage-context-reader.ts'
+import { usagePlanSpecs } from '#infra/config/usage-plans-config.ts'
 import { DEFAULT_ENTERPRISE_LIMITS } from '#shared/config/plans-config.ts'
 
 const contextOf =
@@ -160,12 +171,11 @@ describe('per-stage settings', () => {
       gradualDeployment: true,
     })
     expect(readStageConfig(context, 'production')).toMatchObject({ waf: true })
-    expect(readStageConfig(contextOf({ waf: false }), 'production').waf).toBe(false)
+    expect(readStageConfig(contextOf({ waf: false }), 'production')).toMatchObject({ waf: false })
     // The app-wide form wins over the cdk.json object, like every command-line setting.
     expect(
-      readStageConfig(contextOf({ petstore: { staging: { waf: false } }, waf: 'true' }), 'staging')
-        .waf,
-    ).toBe(true)
+      readStageConfig(contextOf({ petstore: { staging: { waf: false } }, waf: 'true' }), 'staging'),
+    ).toMatchObject({ waf: true })
     expect(() => readStageConfig(contextOf({ waf: 'on' }), 'staging')).toThrow(
       'Invalid context waf="on": expected true or false',
     )
@@ -202,6 +212,81 @@ describe('per-stage settings', () => {
   ])('fails synthesis with a clear message for a bad %s', (setting, value, message) => {
     expect(() => readStageConfig(contextOf({ [`staging.${setting}`]: value }), 'staging')).toThrow(
       message,
+    )
+  })
+})
+
+describe('stage settings, step by step', () => {
+  /** One stage's settings from flat `-c staging.<setting>` values. */
+  const staging = (values: Record<string, unknown>) =>
+    stageContext(
+      contextOf(Object.fromEntries(Object.entries(values).map(([k, v]) => [`staging.${k}`, v]))),
+      'staging',
+    )
+
+  it('log retention: the stage default, or a retention CloudWatch Logs offers', () => {
+    expect(logRetentionOf(staging({}), STAGE_DEFAULTS.staging)).toBe(RetentionDays.TWO_WEEKS)
+    expect(logRetentionOf(staging({ logRetentionDays: 30 }), STAGE_DEFAULTS.staging)).toBe(
+      RetentionDays.ONE_MONTH,
+    )
+    expect(() => logRetentionOf(staging({ logRetentionDays: 13 }), STAGE_DEFAULTS.staging)).toThrow(
+      /logRetentionDays=13: expected a CloudWatch Logs retention \(1, 3, 5, 7, 14/,
+    )
+  })
+
+  it('Enterprise limits: the default, or perMinute/perDay', () => {
+    expect(enterpriseLimitsOf(staging({}))).toEqual(DEFAULT_ENTERPRISE_LIMITS)
+    expect(enterpriseLimitsOf(staging({ enterpriseLimits: '9000/2000000' }))).toEqual({
+      perMinute: 9_000,
+      perDay: 2_000_000,
+    })
+    expect(() => enterpriseLimitsOf(staging({ enterpriseLimits: '9000' }))).toThrow(
+      'Invalid context staging.enterpriseLimits="9000": expected "perMinute/perDay", e.g. "5000/1000000"',
+    )
+  })
+
+  it('alarm email: none by default, an address when given', () => {
+    expect(alarmEmailOf(staging({}))).toBeUndefined()
+    expect(alarmEmailOf(staging({ alarmEmail: ' ops@example.com ' }))).toBe('ops@example.com')
+    expect(() => alarmEmailOf(staging({ alarmEmail: 'ops' }))).toThrow(/expected an email address/)
+  })
+
+  it('stage throttle: a default below the largest backstop is raised to it', () => {
+    // Prepare: an Enterprise plan whose backstop (perMinute / 30 per second) passes 1,000 requests/s.
+    const enterprise = { perMinute: 60_000, perDay: 10_000_000 }
+
+    // Act
+    const throttle = stageThrottleOf(staging({}), STAGE_DEFAULTS.staging, enterprise)
+
+    // Assess
+    expect(throttle).toEqual({ throttleRateLimit: 2_000, throttleBurstLimit: 2_000 })
+  })
+
+  it('custom domain: none, a domain with its certificate, and the hosted zone for an alias', () => {
+    const certificateArn = 'arn:aws:acm:eu-west-1:123456789012:certificate/abc'
+    expect(customDomainOf(staging({}))).toBeUndefined()
+    expect(
+      customDomainOf(
+        staging({
+          domainName: 'api.example.com',
+          certificateArn,
+          hostedZoneId: 'Z123',
+          hostedZoneName: 'example.com',
+        }),
+      ),
+    ).toEqual({
+      domainName: 'api.example.com',
+      certificateArn,
+      hostedZoneId: 'Z123',
+      hostedZoneName: 'example.com',
+    })
+    expect(() =>
+      customDomainOf(
+        staging({ domainName: 'api.example.com', certificateArn, hostedZoneId: 'Z1' }),
+      ),
+    ).toThrow(/hostedZoneId and hostedZoneName together, with domainName/)
+    expect(() => customDomainOf(staging({ certificateArn }))).toThrow(
+      /staging\.domainName=undefined: expected domainName and certificateArn together/,
     )
   })
 })

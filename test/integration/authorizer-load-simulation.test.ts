@@ -4,7 +4,7 @@ import type { APIGatewayAuthorizerResult } from 'aws-lambda'
 import { mockClient } from 'aws-sdk-client-mock'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { percentile } from '#bench/bench-stats.ts'
-import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
+import { authorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
 import { KeyMirrorStore } from '#functions/authorizer/key-mirror-store.ts'
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
@@ -23,8 +23,9 @@ import { createKeySyncHarness } from '#test/support/key-sync-harness.ts'
  * A traffic spike on cold authorizers: INSTANCES fresh instances (each its own handler,
  * KeyMirrorStore and DynamoDB client, as separate Lambda instances would have), REQUESTS
  * requests of valid keys, random well-formed tokens and known-but-refused keys (disabled, or on
- * an untagged plan). Every AWS call is counted: the authorizer may make DynamoDB GetItem calls
- * only, one per request, and no API Gateway management call at all, however cold or random.
+ * an untagged plan). Every AWS call is counted, the authorizer's cost contract: DynamoDB GetItem
+ * calls only, one per request, and no API Gateway management call at all (an account-wide quota
+ * of 10 requests/s), however cold or random.
  */
 const INSTANCES = 50
 const REQUESTS = 10_000
@@ -61,7 +62,7 @@ afterAll(async () => {
 })
 
 describe('authorizer load simulation', () => {
-  it(`serves ${REQUESTS} requests on ${INSTANCES} cold instances with GetItem calls only`, async () => {
+  it(`serves ${REQUESTS} requests on ${INSTANCES} cold instances with GetItem calls only (cost contract: one per request)`, async () => {
     // API Gateway: 4 valid plans of this stage, 1 untagged plan, 1 plan of another stage.
     const gateway = new FakeApiGateway()
     gateway.addPlan('plan-free', { tags: planTags('free') })
@@ -133,7 +134,7 @@ describe('authorizer load simulation', () => {
         },
         { step: 'initialize', name: 'countCommands' },
       )
-      const handler = createAuthorizerHandler({
+      const handler = authorizerHandler({
         keyStore: new KeyMirrorStore({ mirror: new KeyMirrorRepository({ client, tableName }) }),
         logger: silentLogger,
       })

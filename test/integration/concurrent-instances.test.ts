@@ -2,19 +2,20 @@ import { randomBytes } from 'node:crypto'
 import { ScanCommand } from '@aws-sdk/lib-dynamodb'
 import type { APIGatewayProxyResult } from 'aws-lambda'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createCreatePetHandler } from '#functions/create-pet/create-pet-handler.ts'
-import { createGetPetHandler } from '#functions/get-pet/get-pet-handler.ts'
-import { createListPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
+import { createPetHandler } from '#functions/create-pet/create-pet-handler.ts'
+import { getPetHandler } from '#functions/get-pet/get-pet-handler.ts'
+import { listPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
 import { CursorCodec } from '#shared/data/cursor-codec.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
 import { IdempotencyRepository } from '#shared/data/idempotency-repository.ts'
 import { PetRepository } from '#shared/data/pet-repository.ts'
-import { PET_TABLE } from '#shared/data/table-schema.ts'
+import { PET_TABLE } from '#shared/data/table-keys.ts'
 import { systemClock } from '#shared/time/clock.ts'
 import { lambdaContext, type RestRequest, restEvent } from '#test/support/api-gateway-events.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
+import { pool } from '#test/support/task-pool.ts'
 
 /**
  * Several Lambda instances at once: independently built createPet, getPet and listPets handlers
@@ -60,31 +61,16 @@ const instance = () => {
     ids: new BlockIdAllocator({ client, tableName: env.petTable, blockSize: 7 }),
   })
   const logger = fakeLogger()
-  const create = createCreatePetHandler({
+  const create = createPetHandler({
     logger,
     pets,
     idempotency: new IdempotencyRepository({ client, tableName: env.idempotencyTable }),
   })
-  const get = createGetPetHandler({ logger, pets, clock: systemClock })
-  const list = createListPetsHandler({ logger, pets, cursors: new CursorCodec(CURSOR_SECRET) })
+  const get = getPetHandler({ logger, pets, clock: systemClock })
+  const list = listPetsHandler({ logger, pets, cursors: new CursorCodec(CURSOR_SECRET) })
   return { create, get, list }
 }
 type Instance = ReturnType<typeof instance>
-
-/** Runs the tasks with at most `limit` in flight. */
-const pool = async <T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> => {
-  const results: T[] = new Array(tasks.length)
-  let next = 0
-  const worker = async () => {
-    while (next < tasks.length) {
-      const index = next
-      next += 1
-      results[index] = await (tasks[index] as () => Promise<T>)()
-    }
-  }
-  await Promise.all(Array.from({ length: limit }, worker))
-  return results
-}
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' }
 

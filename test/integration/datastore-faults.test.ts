@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createCreatePetHandler } from '#functions/create-pet/create-pet-handler.ts'
+import { createPetHandler } from '#functions/create-pet/create-pet-handler.ts'
 import {
   createDocumentClient,
   type DynamoClientLimits,
@@ -13,6 +13,7 @@ import { DEADLINE_MARGIN_MS } from '#shared/middleware/http-pipeline.ts'
 import { rateLimitMiddleware } from '#shared/rate-limit/rate-limit-middleware.ts'
 import { DynamoRateLimiter } from '#shared/rate-limit/rate-limiter.ts'
 import {
+  CREATE_PET_TIMEOUT_MS,
   contextWithRemaining,
   createPetEvent,
   storedPetsNamed,
@@ -38,7 +39,7 @@ const LIMITS: DynamoClientLimits = {
 
 let env: DynamoTestEnv
 let proxy: FaultProxy
-let handler: ReturnType<typeof createCreatePetHandler>
+let handler: ReturnType<typeof createPetHandler>
 
 beforeAll(async () => {
   env = await startDynamoTestEnv()
@@ -49,7 +50,7 @@ beforeAll(async () => {
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   })
   const logger = fakeLogger()
-  handler = createCreatePetHandler({
+  handler = createPetHandler({
     logger,
     // One id per block: every create makes the counter call, so faults can land on it.
     pets: new PetRepository({
@@ -70,7 +71,7 @@ afterAll(async () => {
   await env?.close()
 })
 
-const create = (body: object, idempotencyKey?: string, remainingMs = 10_000) =>
+const create = (body: object, idempotencyKey?: string, remainingMs?: number) =>
   handler(createPetEvent(body, idempotencyKey), contextWithRemaining(remainingMs))
 
 const POSITIONS = {
@@ -123,8 +124,8 @@ describe('faults at every DynamoDB call of a create', () => {
         expect(Number(response.headers['Retry-After'])).toBeGreaterThanOrEqual(1)
         expect(stored).toHaveLength(0)
       }
-      // Well inside the 10 s Lambda timeout: each call is bounded by the SDK limits.
-      expect(elapsed).toBeLessThan(10_000 - DEADLINE_MARGIN_MS)
+      // Well inside the Lambda timeout: each call is bounded by the SDK limits.
+      expect(elapsed).toBeLessThan(CREATE_PET_TIMEOUT_MS - DEADLINE_MARGIN_MS)
     },
   )
 

@@ -1,6 +1,6 @@
 import { createServer, type Server, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createGetPetHandler } from '#functions/get-pet/get-pet-handler.ts'
+import { getPetHandler } from '#functions/get-pet/get-pet-handler.ts'
 import {
   createDocumentClient,
   type DynamoClientLimits,
@@ -88,7 +88,7 @@ const getPetAgainst = (endpoint: string, limited: boolean) => {
     : undefined
   return {
     client,
-    handler: createGetPetHandler({ logger, pets, clock: systemClock, rateLimit }),
+    handler: getPetHandler({ logger, pets, clock: systemClock, rateLimit }),
   }
 }
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createCreatePetHandler } from '#functions/create-pet/create-pet-handler.ts'
-import { createGetPetHandler } from '#functions/get-pet/get-pet-handler.ts'
-import { createListPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
+import { createPetHandler } from '#functions/create-pet/create-pet-handler.ts'
+import { getPetHandler } from '#functions/get-pet/get-pet-handler.ts'
+import { listPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
 import { routeOf } from '#shared/config/routes-config.ts'
 import { CursorCodec } from '#shared/data/cursor-codec.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
@@ -42,14 +42,14 @@ afterAll(async () => {
 
 const context = lambdaContext()
 const createPet = (request: RestRequest) =>
-  createCreatePetHandler({ logger, pets, idempotency })(
+  createPetHandler({ logger, pets, idempotency })(
     restEvent({ method: 'POST', headers: { 'Content-Type': 'application/json' }, ...request }),
     context,
   )
 const listPets = (query: Record<string, string>) =>
-  createListPetsHandler({ logger, pets, cursors })(restEvent({ query }), context)
+  listPetsHandler({ logger, pets, cursors })(restEvent({ query }), context)
 const getPet = (petId: string, clock: Clock = systemClock) =>
-  createGetPetHandler({ logger, pets, clock })(
+  getPetHandler({ logger, pets, clock })(
     restEvent({ resource: '/pets/{petId}', pathParameters: { petId } }),
     context,
   )
@@ -62,7 +62,8 @@ describe('createPet with the REST proxy event', () => {
     expect(response.statusCode).toBe(201)
     const pet = JSON.parse(response.body) as { id: number; name: string; status: string }
     expect(pet).toMatchObject({ name: 'Rex', status: 'available' })
-    expect(Number.isSafeInteger(pet.id) && pet.id > 0).toBe(true)
+    expect(pet.id).toSatisfy(Number.isSafeInteger)
+    expect(pet.id).toBeGreaterThan(0)
     // int64 kept to the last digit.
     expect(response.body).toContain('"categoryId":9223372036854775807')
     expect(response.headers.Location).toBe(`${BASE}/pets/${pet.id}`)

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { createCreatePetHandler } from '#functions/create-pet/create-pet-handler.ts'
+import { createPetHandler } from '#functions/create-pet/create-pet-handler.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
 import { IdempotencyRepository } from '#shared/data/idempotency-repository.ts'
@@ -57,7 +57,7 @@ const build = () => {
     ids: new BlockIdAllocator({ client, tableName: env.petTable, blockSize: 50 }),
   })
   const idempotency = new IdempotencyRepository({ client, tableName: env.idempotencyTable, clock })
-  return createCreatePetHandler({ logger, pets, idempotency })
+  return createPetHandler({ logger, pets, idempotency })
 }
 
 let handler: ReturnType<typeof build>
@@ -74,7 +74,7 @@ beforeEach(() => {
   sent.length = 0
 })
 
-const create = (body: object, idempotencyKey?: string, remainingMs = 10_000) =>
+const create = (body: object, idempotencyKey?: string, remainingMs?: number) =>
   handler(createPetEvent(body, idempotencyKey), contextWithRemaining(remainingMs))
 
 const completion = () => `UpdateItemCommand@${env.idempotencyTable}`
@@ -132,7 +132,12 @@ describe('idempotent create when an attempt dies', () => {
   })
 })
 
-describe('DynamoDB calls per create (pet table, records table)', () => {
+/**
+ * Cost contract: the DynamoDB calls of one create, per table, as docs/api.md ("Idempotent
+ * creation") lists them and docs/performance.md ("Cost estimate") prices them. A call added or
+ * moved fails here before it shows on the bill.
+ */
+describe('cost contract: DynamoDB calls per create (pet table, records table)', () => {
   const count = (table: string) => sent.filter((call) => call.endsWith(`@${table}`)).length
 
   it('without a key: one pet put (plus one counter update per block of 50 ids)', async () => {

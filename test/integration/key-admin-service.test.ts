@@ -26,7 +26,7 @@ import {
 import { stageOutputsFrom } from '#ops/stack-outputs-reader.ts'
 import type { MirrorView, StageSync } from '#ops/stage-sync-client.ts'
 import { DEFAULT_ENTERPRISE_LIMITS, PLAN_TAGS } from '#shared/config/plans-config.ts'
-import { hashApiKey } from '#shared/data/key-mirror-schema.ts'
+import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 
 /**
  * What `npm run keys` does to a stage, against the emulated control plane through the real AWS

@@ -1,7 +1,7 @@
 import { PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-schema.ts'
 import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'

@@ -1,11 +1,11 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
+import { authorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
 import { KeyMirrorStore } from '#functions/authorizer/key-mirror-store.ts'
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
+import { hashApiKey, type KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import { hashApiKey, type KeyMirrorItem } from '#shared/data/key-mirror-schema.ts'
 import { lambdaContext, tokenAuthorizerEvent } from '#test/support/api-gateway-events.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
@@ -82,7 +82,7 @@ describe('KeyMirrorStore against DynamoDB', () => {
     })
     await expect(failing.lookup(keyValue('acme'))).rejects.toThrow()
 
-    const handler = createAuthorizerHandler({ keyStore: failing, logger: fakeLogger() })
+    const handler = authorizerHandler({ keyStore: failing, logger: fakeLogger() })
     const error = await handler(
       tokenAuthorizerEvent({ authorizationToken: `Bearer ${keyValue('acme')}` }),
       lambdaContext(),
@@ -92,7 +92,7 @@ describe('KeyMirrorStore against DynamoDB', () => {
   })
 
   it('lets the authorizer allow a mirrored key and deny the others', async () => {
-    const handler = createAuthorizerHandler({ keyStore: store, logger: fakeLogger() })
+    const handler = authorizerHandler({ keyStore: store, logger: fakeLogger() })
     const allowed = await handler(
       tokenAuthorizerEvent({ authorizationToken: `Bearer ${keyValue('acme')}` }),
       lambdaContext(),

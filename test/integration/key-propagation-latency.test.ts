@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
+import { authorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
 import { KeyMirrorStore } from '#functions/authorizer/key-mirror-store.ts'
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
+import type { KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import type {
   KeyMirrorRepository,
   MirrorDiff,
   ReplaceAllResult,
 } from '#shared/data/key-mirror-repository.ts'
-import type { KeyMirrorEntry } from '#shared/data/key-mirror-schema.ts'
 import {
   lambdaContext,
   scheduledEvent,
@@ -137,7 +137,7 @@ const simulate = async (options: {
     clock,
     wrapMirror: (real) => mirror.wrap(real),
   })
-  const authorizer = createAuthorizerHandler({
+  const authorizer = authorizerHandler({
     keyStore: new KeyMirrorStore({ mirror: repository }),
     logger: fakeLogger(),
   })

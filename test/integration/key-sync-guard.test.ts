@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { InconsistentKeyReadError } from '#functions/key-sync/api-gateway-key-source.ts'
 import { MASS_REMOVAL } from '#functions/key-sync/removal-guard.ts'
-import { hashApiKey } from '#shared/data/key-mirror-schema.ts'
+import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
 import { lambdaContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'

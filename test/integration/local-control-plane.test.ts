@@ -25,7 +25,7 @@ import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.
 import { createControlPlaneHandler, MANAGEMENT_API_PATH } from '#local/control-plane-handler.ts'
 import { ControlPlaneStore, LOCAL_API_STAGE } from '#local/control-plane-store.ts'
 import { PLAN_TAGS } from '#shared/config/plans-config.ts'
-import { hashApiKey } from '#shared/data/key-mirror-schema.ts'
+import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 
 /**
  * The local control plane as the AWS SDK sees it: a real APIGatewayClient pointed at it (dummy

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createGetPetHandler } from '#functions/get-pet/get-pet-handler.ts'
-import { createListPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
+import { getPetHandler } from '#functions/get-pet/get-pet-handler.ts'
+import { listPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
 import { CursorCodec } from '#shared/data/cursor-codec.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
@@ -78,8 +78,8 @@ const instance = (operation: 'getPet' | 'listPets', startIso: string) => {
     clock,
   })
   const deps = { logger, rateLimit, pets: petsOn(), clock }
-  const getPet = createGetPetHandler(deps)
-  const listPets = createListPetsHandler({ ...deps, cursors: new CursorCodec('refused-reads') })
+  const getPet = getPetHandler(deps)
+  const listPets = listPetsHandler({ ...deps, cursors: new CursorCodec('refused-reads') })
   const invoke = (keyId: string, limits: { perMinute: number; perDay: number }) =>
     operation === 'getPet'
       ? getPet(
@@ -111,7 +111,8 @@ const instance = (operation: 'getPet' | 'listPets', startIso: string) => {
   }
 }
 
-describe('a read by a key this instance knows to be refused', () => {
+// Cost contract: a refused client hammering the API must not cost a pet-table read per request.
+describe('cost contract: a read by a key this instance knows to be refused', () => {
   it('skips the pet table once rate_limited, still counting rejections until the key is suspended', async () => {
     const getPet = instance('getPet', '2026-03-14T10:00:05Z')
     const keyId = `key-${randomUUID()}`

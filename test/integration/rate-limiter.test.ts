@@ -181,7 +181,9 @@ describe('DynamoRateLimiter against DynamoDB', () => {
     expect(after.day.remaining).toBe(99)
   })
 
-  it('uses one DynamoDB call per admitted request and a few per rejection', async () => {
+  // Cost contract: every request pays for the limiter's DynamoDB calls (docs/performance.md,
+  // "Cost estimate" counts one write per request). A new call here raises every request's bill.
+  it('cost contract: one DynamoDB call per admitted request, a few per rejection, none once suspended', async () => {
     const time = movableClock('2026-03-14T12:00:00Z')
     const limiter = limiterWith(time.clock)
     const keyId = newKeyId()

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import type { APIGatewayProxyEvent, APIGatewayTokenAuthorizerEvent, Context } from 'aws-lambda'
 import { type KeySyncEvent, SCHEDULED_EVENT } from '#functions/key-sync/key-sync-handler.ts'
+import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { ApiEvent } from '#shared/middleware/http-types.ts'
 
 /**
@@ -103,7 +104,8 @@ export const lambdaContext = (
   awsRequestId,
   logGroupName: `/aws/lambda/${functionName}`,
   logStreamName: '2027/03/05/[$LATEST]0123456789abcdef0123456789abcdef',
-  getRemainingTimeInMillis: () => 10_000,
+  // A fresh invocation of a pet function.
+  getRemainingTimeInMillis: () => FUNCTION_TIMEOUT_SECONDS.getPet * 1_000,
   done: () => undefined,
   fail: () => undefined,
   succeed: () => undefined,

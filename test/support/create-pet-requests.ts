@@ -1,5 +1,6 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb'
 import type { Context } from 'aws-lambda'
+import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import { IDEMPOTENCY_KEY_HEADER } from '#shared/domain/idempotency-schema.ts'
 import { lambdaContext, restEvent } from './api-gateway-events.ts'
 import type { DynamoTestEnv } from './dynamo-test-env.ts'
@@ -15,8 +16,11 @@ export const createPetEvent = (body: object, idempotencyKey?: string) =>
     },
   })
 
+/** createPet's Lambda timeout: what a fresh invocation has left. */
+export const CREATE_PET_TIMEOUT_MS = FUNCTION_TIMEOUT_SECONDS.createPet * 1_000
+
 /** A Lambda context whose remaining time runs down from `remainingMs` as the runtime's does. */
-export const contextWithRemaining = (remainingMs: number): Context => {
+export const contextWithRemaining = (remainingMs = CREATE_PET_TIMEOUT_MS): Context => {
   const deadline = Date.now() + remainingMs
   return { ...lambdaContext(), getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()) }
 }

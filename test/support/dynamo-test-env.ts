@@ -6,7 +6,7 @@ import {
   idempotencyTableDefinition,
   petTableDefinition,
   rateLimitTableDefinition,
-} from '#shared/data/table-schema.ts'
+} from '#shared/data/table-keys.ts'
 
 /**
  * A DynamoDB for integration tests: in-memory dynalite, or the endpoint in DYNAMODB_ENDPOINT

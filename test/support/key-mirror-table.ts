@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { ensureTable } from '#local/embedded-dynamo.ts'
-import { keyMirrorTableDefinition } from '#shared/data/table-schema.ts'
+import { keyMirrorTableDefinition } from '#shared/data/table-keys.ts'
 import type { DynamoTestEnv } from './dynamo-test-env.ts'
 
 /** A fresh, uniquely named key mirror table in a test DynamoDB. */

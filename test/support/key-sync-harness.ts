@@ -1,9 +1,6 @@
 import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
 import { ApiGatewayAuthorizerCacheFlusher } from '#functions/key-sync/authorizer-cache-flusher.ts'
-import {
-  createKeySyncHandler,
-  type KeySyncDependencies,
-} from '#functions/key-sync/key-sync-handler.ts'
+import { type KeySyncDependencies, keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import type { Clock } from '#shared/time/clock.ts'
@@ -38,7 +35,7 @@ export const createKeySyncHarness = async ({
   let metrics: Record<string, number> = {}
   const responses: string[] = []
   const logger = fakeLogger()
-  const handler = createKeySyncHandler({
+  const handler = keySyncHandler({
     source: new ApiGatewayKeySource({
       client: gateway.client,
       restApiId: FAKE_API_ID,

@@ -10,7 +10,7 @@ import {
 } from '#functions/key-sync/api-gateway-key-source.ts'
 import type { CallPacer } from '#functions/key-sync/call-pacer.ts'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
-import { hashApiKey } from '#shared/data/key-mirror-schema.ts'
+import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import {
   FAKE_API_ID,
   FAKE_STAGE,

@@ -2,7 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger'
 import type { Metrics } from '@aws-lambda-powertools/metrics'
 import type { APIGatewayAuthorizerResult, APIGatewayTokenAuthorizerEvent } from 'aws-lambda'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { createAuthorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
+import { authorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
 import { MAX_AUTHORIZATION_LENGTH } from '#shared/auth/bearer-token.ts'
 import type { ApiKeyRecord, KeyStore } from '#shared/auth/key-store.ts'
 import { createMetrics } from '#shared/observability/metrics.ts'
@@ -55,7 +55,7 @@ afterEach(() => {
 
 /** The authorizer as deployed: handler plus its observability middlewares. */
 const authorize = (event: APIGatewayTokenAuthorizerEvent): Promise<APIGatewayAuthorizerResult> =>
-  createAuthorizerHandler({
+  authorizerHandler({
     keyStore: store,
     logger,
     observability: authorizerObservabilityMiddlewares({ logger, metrics }),
@@ -150,8 +150,8 @@ describe('TOKEN authorizer fed with the API Gateway fixture', () => {
     const text = output.text()
     const records = output.records()
     // Something was written: the rejection logs and the EMF metrics.
-    expect(records.some((record) => record.message === 'Rejected API key')).toBe(true)
-    expect(records.some((record) => '_aws' in record)).toBe(true)
+    expect(records).toContainEqual(expect.objectContaining({ message: 'Rejected API key' }))
+    expect(records).toContainEqual(expect.objectContaining({ _aws: expect.anything() }))
     expect(text).not.toContain(FIXTURE_API_KEY)
     expect(text).not.toContain('fixture-key')
     // The rejection is logged with a fingerprint and the Lambda context instead.
@@ -183,7 +183,7 @@ describe('TOKEN authorizer fed with the API Gateway fixture', () => {
       [0, 1, 0],
       [0, 0, 1],
     ])
-    expect(emf.every((record) => record.operation === 'authorizer')).toBe(true)
+    expect(emf.map((record) => record.operation)).toEqual(emf.map(() => 'authorizer'))
   })
 
   it('publishes per version only its failures to decide, never a denial (the rollout gate)', async () => {

@@ -69,7 +69,7 @@ describe('parseBearerToken', () => {
     const longest = `Bearer${' '.repeat(16)}${'a'.repeat(128)}`
     expect(longest).toHaveLength(MAX_AUTHORIZATION_LENGTH)
     expect(parseBearerToken(longest)).toBe('a'.repeat(128))
-    expect(isWellFormedApiKey('a'.repeat(128))).toBe(true)
+    expect('a'.repeat(128)).toSatisfy(isWellFormedApiKey)
     expect(parseBearerToken(`${longest}a`)).toBeUndefined()
     expect(parseBearerToken(`Bearer ${'a'.repeat(100_000)}`)).toBeUndefined()
   })
@@ -84,7 +84,7 @@ describe('isWellFormedApiKey', () => {
     ['128 characters with the padding', `${'a'.repeat(126)}==`],
     ['a generated local key', KEY],
   ])('accepts %s', (_label, key) => {
-    expect(isWellFormedApiKey(key)).toBe(true)
+    expect(key).toSatisfy(isWellFormedApiKey)
   })
 
   it.each([
@@ -104,7 +104,7 @@ describe('isWellFormedApiKey', () => {
     ['a trailing line break', `${'a'.repeat(20)}\n`],
     ['a trailing U+2028', `${'a'.repeat(20)}\u2028`],
   ])('refuses %s', (_label, key) => {
-    expect(isWellFormedApiKey(key)).toBe(false)
+    expect(key).not.toSatisfy(isWellFormedApiKey)
   })
 
   it('accepts only keys that can travel as a bearer token', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest'
-import { createGetPetHandler } from '#functions/get-pet/get-pet-handler.ts'
+import { getPetHandler } from '#functions/get-pet/get-pet-handler.ts'
 import { routeOf } from '#shared/config/routes-config.ts'
 import type { Pet } from '#shared/domain/pet-schema.ts'
 import { JSON_CONTENT_TYPE } from '#shared/http/http-response.ts'
@@ -48,7 +48,7 @@ const REX: Pet = { id: 7, name: 'Rex', categoryId: 1n }
 /** The real getPet handler over a stub repository in which pet 7 exists, and the given clock. */
 const getPet = (clock: Clock) => {
   const pets = { get: vi.fn(async (id: number) => (id === REX.id ? REX : undefined)) }
-  const handler = createGetPetHandler({ logger: fakeLogger(), pets, clock })
+  const handler = getPetHandler({ logger: fakeLogger(), pets, clock })
   const call = async (event = getPetEvent()) => {
     const response = await handler(event, lambdaContext('petstore-get-pet'))
     return { ...response, json: JSON.parse(response.body) as Record<string, unknown> }

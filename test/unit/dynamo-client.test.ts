@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { localFunctionEnvironment } from '#local/local-environment.ts'
+import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import {
   CLIENT_LIMITS_VARIABLE,
   createDocumentClient,
@@ -9,9 +10,14 @@ import {
   worstCaseCallMs,
 } from '#shared/data/dynamo-client.ts'
 
-/** The function timeouts the CDK stack sets (infra/constructs: authorizer 5 s, pet functions 10 s). */
-const AUTHORIZER_TIMEOUT_MS = 5_000
-const PET_FUNCTION_TIMEOUT_MS = 10_000
+/** The function timeouts the CDK stack deploys. */
+const AUTHORIZER_TIMEOUT_MS = FUNCTION_TIMEOUT_SECONDS.authorizer * 1_000
+const PET_FUNCTION_TIMEOUT_MS =
+  Math.min(
+    FUNCTION_TIMEOUT_SECONDS.listPets,
+    FUNCTION_TIMEOUT_SECONDS.createPet,
+    FUNCTION_TIMEOUT_SECONDS.getPet,
+  ) * 1_000
 
 /** The part of the SDK's retry strategy (RetryStrategyV2) the backoff check drives. */
 interface RetryStrategyLike {

@@ -3,7 +3,7 @@ import { DynamoDBDocumentClient, NumberValue, UpdateCommand } from '@aws-sdk/lib
 import { mockClient } from 'aws-sdk-client-mock'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
-import { PET_TABLE } from '#shared/data/table-schema.ts'
+import { PET_TABLE } from '#shared/data/table-keys.ts'
 
 const TABLE = 'unit-pets'
 

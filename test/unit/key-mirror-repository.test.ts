@@ -8,8 +8,8 @@ import {
 } from '@aws-sdk/lib-dynamodb'
 import { mockClient } from 'aws-sdk-client-mock'
 import { beforeEach, describe, expect, it } from 'vitest'
+import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-schema.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
 
 const TABLE = 'key-mirror'

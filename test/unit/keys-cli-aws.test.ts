@@ -8,7 +8,7 @@ import { parseDuration } from '#ops/keys-command.ts'
 import { readStackOutputs } from '#ops/stack-outputs-reader.ts'
 import { AwsStageSync, CLI_SYNC_EVENT } from '#ops/stage-sync-client.ts'
 import { DEPLOYED_STAGES, localOrigin, openStageTarget } from '#ops/stage-target-resolver.ts'
-import type { KeyMirrorItem } from '#shared/data/key-mirror-schema.ts'
+import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 
 /**
  * What the keys CLI does against AWS that the local server does not exercise: finding a stage by

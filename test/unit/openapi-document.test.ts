@@ -4,10 +4,9 @@ import {
   renderOpenApiDocument,
   renderOpenApiTypes,
 } from '#openapi/openapi-artifacts.ts'
+import { buildOpenApiDocument } from '#openapi/openapi-document.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
 import { IDEMPOTENCY_KEY_HEADER } from '#shared/domain/idempotency-schema.ts'
-import { ERROR_STATUS } from '#shared/errors/error-codes.ts'
-import { buildOpenApiDocument } from '#shared/openapi/openapi-document.ts'
 
 const document = buildOpenApiDocument()
 type Operation = {
@@ -59,7 +58,7 @@ describe('the OpenAPI document', () => {
 
   it('marks getPet deprecated and gives every getPet answer the deprecation headers', () => {
     const getPet = operation('/pets/{petId}', 'get')
-    expect(getPet.deprecated).toBe(true)
+    expect(getPet).toMatchObject({ deprecated: true })
     for (const status of ['200', '404', '410']) {
       expect(Object.keys(getPet.responses[status]?.headers ?? {})).toEqual(
         expect.arrayContaining(['Deprecation', 'Sunset', 'Link']),
@@ -75,13 +74,7 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(createPet.responses)).toEqual(
       expect.arrayContaining(['201', '409', '413', '415', '422']),
     )
-    expect(createPet.responses['201']?.headers?.Location?.required).toBe(true)
-  })
-
-  it('lists every error code of the error table', () => {
-    const codes = (document.components.schemas.Error.properties as { code: { enum: string[] } })
-      .code.enum
-    expect([...codes].sort()).toEqual(Object.keys(ERROR_STATUS).sort())
+    expect(createPet.responses['201']?.headers?.Location).toMatchObject({ required: true })
   })
 
   it('spells int64 as OpenAPI does and keeps unknown members out of NewPet', () => {
@@ -90,7 +83,7 @@ describe('the OpenAPI document', () => {
       additionalProperties: boolean
     }
     expect(newPet.properties.categoryId).toMatchObject({ type: 'integer', format: 'int64' })
-    expect(newPet.additionalProperties).toBe(false)
+    expect(newPet).toMatchObject({ additionalProperties: false })
   })
 
   it('names servers for production, staging and the local server, each ending in /v1', () => {

@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import {
-  PLAN_LIMITS,
-  PLAN_TAGS,
-  planFromTags,
-  USAGE_PLAN_TAG,
-} from '#shared/config/plans-config.ts'
+import { PLAN_LIMITS, PLAN_TAGS, planFromTags } from '#shared/config/plans-config.ts'
 
 const enterprise = (perMinute?: string, perDay?: string) => ({
   [PLAN_TAGS.plan]: 'enterprise',
@@ -13,13 +8,16 @@ const enterprise = (perMinute?: string, perDay?: string) => ({
 })
 
 describe('planFromTags', () => {
-  it('names the tags, the plan tag being USAGE_PLAN_TAG', () => {
-    expect(PLAN_TAGS).toEqual({
-      plan: 'petstore:plan',
-      perMinute: 'petstore:perMinute',
-      perDay: 'petstore:perDay',
+  it('reads the tag names docs/rate-limits-and-keys.md tells operators to set', () => {
+    const tags = {
+      'petstore:plan': 'enterprise',
+      'petstore:perMinute': '10',
+      'petstore:perDay': '100',
+    }
+    expect(planFromTags(tags)).toEqual({
+      plan: 'enterprise',
+      limits: { perMinute: 10, perDay: 100 },
     })
-    expect(PLAN_TAGS.plan).toBe(USAGE_PLAN_TAG)
   })
 
   it.each(['free', 'pro', 'business'] as const)('gives %s its PLAN_LIMITS', (plan) => {

@@ -3,7 +3,6 @@ import {
   DEFAULT_ENTERPRISE_LIMITS,
   isPlanName,
   limitsFor,
-  PLAN_DISPLAY_NAMES,
   PLAN_LIMITS,
   PLAN_NAMES,
   parsePlanLimits,
@@ -12,12 +11,6 @@ import {
 describe('plans config', () => {
   it('has the four plans of docs/rate-limits-and-keys.md', () => {
     expect(PLAN_NAMES).toEqual(['free', 'pro', 'business', 'enterprise'])
-    expect(PLAN_DISPLAY_NAMES).toEqual({
-      free: 'Free',
-      pro: 'Pro',
-      business: 'Business',
-      enterprise: 'Enterprise',
-    })
   })
 
   // docs/rate-limits-and-keys.md, "Plans".

@@ -6,7 +6,8 @@ import { DynamoRateLimiter } from '#shared/rate-limit/rate-limiter.ts'
 
 /**
  * The AWS path that dynalite cannot exercise: DynamoDB returns the old item with the condition
- * failure (ReturnValuesOnConditionCheckFailure), marshalled, so no read is needed.
+ * failure (ReturnValuesOnConditionCheckFailure), marshalled, so no read is needed. The call counts
+ * are the limiter's cost contract on AWS (docs/performance.md, "Cost estimate").
  */
 const client = DynamoDBDocumentClient.from(
   new DynamoDBClient({
@@ -28,7 +29,7 @@ const conditionFailed = (item: Record<string, { N: string }>) =>
   })
 
 describe('DynamoRateLimiter with DynamoDB returning the old item on a condition failure', () => {
-  it('classifies a minute-limit rejection from the returned item and counts it: 2 calls, no read', async () => {
+  it('classifies a minute-limit rejection from the returned item and counts it (cost contract: 2 calls, no read)', async () => {
     dynamo
       .on(UpdateCommand)
       .rejectsOnce(conditionFailed({ day: { N: '300' }, m1000: { N: '60' } }))
@@ -42,7 +43,7 @@ describe('DynamoRateLimiter with DynamoDB returning the old item on a condition 
     expect(first?.ReturnValuesOnConditionCheckFailure).toBe('ALL_OLD')
   })
 
-  it('answers a suspended key from the returned item with 1 call, then from memory with none', async () => {
+  it('answers a suspended key from the returned item (cost contract: 1 call, then none from memory)', async () => {
     const until = NOW + 600_000
     dynamo
       .on(UpdateCommand)

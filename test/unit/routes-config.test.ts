@@ -1,21 +1,13 @@
-import { existsSync } from 'node:fs'
+import { readdirSync } from 'node:fs'
+import { basename, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
-import {
-  API_VERSION_PATH,
-  type OperationId,
-  ROUTES,
-  routeOf,
-} from '#shared/config/routes-config.ts'
+import { type OperationId, ROUTES, routeOf } from '#shared/config/routes-config.ts'
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url))
 
 describe('routes config', () => {
-  it('serves everything under /v1', () => {
-    expect(API_VERSION_PATH).toBe('/v1')
-  })
-
   it('has exactly the operations of docs/api.md, with their methods and paths', () => {
     const operations = ROUTES.map(({ operationId, method, path }) => ({
       operationId,
@@ -42,12 +34,14 @@ describe('routes config', () => {
     (_operationId, route) => {
       const entry = functionEntry(route)
       expect(entry).toBe(`functions/${route.functionName}/${route.functionName}-lambda.ts`)
-      expect(existsSync(`${repoRoot}${entry}`), entry).toBe(true)
+      expect(readdirSync(`${repoRoot}${dirname(entry)}`)).toContain(basename(entry))
     },
   )
 
   it('has the authorizer entry file on disk', () => {
-    expect(existsSync(`${repoRoot}${AUTHORIZER_ENTRY}`), AUTHORIZER_ENTRY).toBe(true)
+    expect(readdirSync(`${repoRoot}${dirname(AUTHORIZER_ENTRY)}`)).toContain(
+      basename(AUTHORIZER_ENTRY),
+    )
   })
 
   it('lets only createPet write', () => {

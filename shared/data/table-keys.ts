@@ -1,5 +1,7 @@
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb'
 
+// The key layout of each table (keys, index, TTL attribute) and the CreateTable input made of it.
+
 /**
  * Key design of the pet table, shared by the repository, the local bootstrap and the CDK stack.
  * Pets live at `pk = PET#<id>`; the id counter at `pk = COUNTER#pet`. The status GSI is sparse:
@@ -57,7 +59,7 @@ export const rateLimitTableDefinition = (tableName: string): CreateTableCommandI
  * The key mirror: one table per stage, one item per API key usable on that stage, keyed by the
  * SHA-256 (hex) of the key value (the value itself is never stored). Rebuilt from API Gateway by
  * the key-sync function; read by the authorizer with one GetItem. Items and hashing live in
- * shared/data/key-mirror-schema.ts.
+ * shared/data/key-mirror-item.ts.
  */
 export const KEY_MIRROR_TABLE = {
   partitionKey: 'keyHash',

@@ -3,7 +3,7 @@ import * as z from 'zod/mini'
 import { PLAN_NAMES } from '#shared/config/plans-config.ts'
 
 /**
- * Items of the key mirror table (table-schema.ts `KEY_MIRROR_TABLE`). The key value is a secret:
+ * Items of the key mirror table (table-keys.ts `KEY_MIRROR_TABLE`). The key value is a secret:
  * only its SHA-256 is stored, so a leaked table or log line never reveals a usable key.
  */
 export const hashApiKey = (value: string): string =>
