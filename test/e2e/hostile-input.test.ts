@@ -5,6 +5,7 @@ import { ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
 import { contractViolations } from '#test/support/contract-validator.ts'
 import { type InProcessServer, startInProcessServer } from '#test/support/local-server.ts'
 import { rawExchange } from '#test/support/raw-http.ts'
+import { scaled } from '#test/support/test-scale.ts'
 
 /**
  * Generated hostile requests over HTTP against the local server: malformed and deeply nested
@@ -12,10 +13,11 @@ import { rawExchange } from '#test/support/raw-http.ts'
  * odd query strings, oversized headers and bodies, wrong methods and paths, odd Authorization
  * values. Every answer must be one docs/api.md allows, never a 5xx, with an
  * Error body on every non-2xx, no stack trace, and keep the OpenAPI contract; the server must
- * still answer afterwards. PETSTORE_FUZZ_RUNS and PETSTORE_FUZZ_SEED replay or widen a run
- * (fast-check prints the seed and the shrunk request of any failure).
+ * still answer afterwards. PETSTORE_TEST_SCALE or PETSTORE_FUZZ_RUNS widens a run
+ * (test/support/test-scale.ts), PETSTORE_FUZZ_SEED replays one (fast-check prints the seed and
+ * the shrunk request of any failure).
  */
-const RUNS = Number(process.env.PETSTORE_FUZZ_RUNS ?? 2_000)
+const RUNS = scaled(300, 'PETSTORE_FUZZ_RUNS')
 const SEED = process.env.PETSTORE_FUZZ_SEED ? Number(process.env.PETSTORE_FUZZ_SEED) : undefined
 const KEY = 'fuzz-enterprise-0123456789abcdef'
 
@@ -345,9 +347,28 @@ const validCreate: fc.Arbitrary<HostileRequest> = fc
     body: `{"name":${JSON.stringify(name)},"categoryId":${categoryId}${status ? `,"status":"${status}"` : ''}}`,
   }))
 
+/** Well-formed reads, so every run reaches the functions' 200s whatever its size. */
+const validRead: fc.Arbitrary<HostileRequest> = fc
+  .record({
+    limit: fc.option(fc.integer({ min: 1, max: 100 }), { nil: undefined }),
+    status: fc.option(fc.constantFrom('available', 'pending', 'sold'), { nil: undefined }),
+  })
+  .map(({ limit, status }) => {
+    const query = new URLSearchParams({
+      ...(limit === undefined ? {} : { limit: String(limit) }),
+      ...(status === undefined ? {} : { status }),
+    })
+    return {
+      method: 'GET',
+      path: `/pets${query.size > 0 ? `?${query}` : ''}`,
+      headers: { Authorization: `Bearer ${KEY}` },
+    }
+  })
+
 const anyRequest = fc.oneof(
-  { weight: 3, arbitrary: hostileRequest },
-  { weight: 1, arbitrary: validCreate },
+  { weight: 6, arbitrary: hostileRequest },
+  { weight: 2, arbitrary: validCreate },
+  { weight: 1, arbitrary: validRead },
 )
 
 // --- properties --------------------------------------------------------------------------------

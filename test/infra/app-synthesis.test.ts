@@ -1,9 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { CloudAssembly } from 'aws-cdk-lib/cx-api'
-import { describe, expect, inject, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { CDK_JSON, REPO_ROOT } from './support/cdk-json.ts'
-import { appAssemblyDir, synthesizeApp } from './support/synth-app.ts'
+import { appAssemblyDir, appSynthesis, synthesizeApp } from './support/synth-app.ts'
 
 const STACKS = [
   'petstore-staging-data',
@@ -69,7 +69,7 @@ describe('cdk.json and app.ts', () => {
   it('synthesizes through app.ts with no AWS credentials, cdk-nag enforced', () => {
     // The setup ran app.ts as the CLI does for `cdk synth`: the assembly directory and
     // cdk.json's context in the environment, no credentials reachable.
-    const { outdir, status, stderr } = inject('appSynthesis')
+    const { outdir, status, stderr } = appSynthesis()
     expect(stderr).not.toMatch(/ValidationFailed|AwsSolutions-/)
     expect(status).toBe(0)
     const manifest = JSON.parse(readFileSync(join(outdir, 'manifest.json'), 'utf8')) as {

@@ -18,6 +18,7 @@ import {
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import { FakeApiGateway, keyValueOf, planTags } from '#test/support/fake-api-gateway.ts'
 import { createKeySyncHarness } from '#test/support/key-sync-harness.ts'
+import { scaled } from '#test/support/test-scale.ts'
 
 /**
  * A traffic spike on cold authorizers: INSTANCES fresh instances (each its own handler,
@@ -28,7 +29,8 @@ import { createKeySyncHarness } from '#test/support/key-sync-harness.ts'
  * of 10 requests/s), however cold or random.
  */
 const INSTANCES = 50
-const REQUESTS = 10_000
+/** PETSTORE_TEST_SCALE or PETSTORE_AUTHORIZER_REQUESTS widens the spike (test/support/test-scale.ts). */
+const REQUESTS = scaled(1_000, 'PETSTORE_AUTHORIZER_REQUESTS')
 
 const silentLogger: AppLogger = {
   debug: () => undefined,

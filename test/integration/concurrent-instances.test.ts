@@ -16,6 +16,7 @@ import { lambdaContext, type RestRequest, restEvent } from '#test/support/api-ga
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
 import { pool } from '#test/support/task-pool.ts'
+import { scaled } from '#test/support/test-scale.ts'
 
 /**
  * Several Lambda instances at once: independently built createPet, getPet and listPets handlers
@@ -23,10 +24,11 @@ import { pool } from '#test/support/task-pool.ts'
  * share one table. Thousands of creates, a fifth of them invalid, spread over the instances with
  * many in flight: ids are distinct, every 201 is readable from another instance, both kinds of
  * list page through every pet exactly once (cursors made by one instance, followed on another),
- * and the table holds exactly the pets answered 201. PETSTORE_LOAD_CREATES widens the run.
+ * and the table holds exactly the pets answered 201. PETSTORE_TEST_SCALE or PETSTORE_LOAD_CREATES
+ * widens the run (test/support/test-scale.ts).
  */
 const INSTANCES = 6
-const CREATES = Number(process.env.PETSTORE_LOAD_CREATES ?? 2_000)
+const CREATES = scaled(200, 'PETSTORE_LOAD_CREATES')
 const IN_FLIGHT = 96
 const STATUSES = ['available', 'pending', 'sold', undefined] as const
 /** The stage's cursor secret: every listPets instance of a stage gets the same one. */

@@ -9,10 +9,16 @@ import {
 } from '#shared/data/table-keys.ts'
 
 /**
- * A DynamoDB for integration tests: in-memory dynalite, or the endpoint in DYNAMODB_ENDPOINT
- * (DynamoDB Local, or real AWS with credentials) so the same suite runs against either.
- * Every call gets fresh, uniquely named tables.
+ * One dynalite per worker process, shared by the test files it runs (the integration project
+ * shares one module graph per worker): tables are unique per file, so files never meet. It ends
+ * with the worker.
  */
+let workerDynamo: Promise<string> | undefined
+const embeddedEndpoint = (): Promise<string> => {
+  workerDynamo ??= startEmbeddedDynamo(IN_MEMORY).then(({ endpoint }) => endpoint)
+  return workerDynamo
+}
+
 /**
  * Reads a refused conditional write costs beyond the write itself: AWS and DynamoDB Local return
  * the old item with the failure (ReturnValuesOnConditionCheckFailure), dynalite does not, so the
@@ -30,10 +36,14 @@ export interface DynamoTestEnv {
   close(): Promise<void>
 }
 
+/**
+ * A DynamoDB for integration tests: the worker's in-memory dynalite, or the endpoint in
+ * DYNAMODB_ENDPOINT (DynamoDB Local, or real AWS with credentials) so the same suite runs against
+ * either. Every call gets fresh, uniquely named tables; close() releases its clients.
+ */
 export const startDynamoTestEnv = async (): Promise<DynamoTestEnv> => {
   const external = process.env.DYNAMODB_ENDPOINT
-  const embedded = external ? undefined : await startEmbeddedDynamo(IN_MEMORY)
-  const endpoint = external ?? (embedded?.endpoint as string)
+  const endpoint = external ?? (await embeddedEndpoint())
   const config = {
     endpoint,
     region: process.env.AWS_REGION ?? 'us-east-1',
@@ -58,7 +68,6 @@ export const startDynamoTestEnv = async (): Promise<DynamoTestEnv> => {
     close: async () => {
       client.destroy()
       documentClient.destroy()
-      await embedded?.close()
     },
   }
 }

@@ -45,3 +45,18 @@ describe('local config: a malformed PETSTORE_API_KEYS entry', () => {
     for (const piece of pieces) expect(message).not.toContain(piece)
   })
 })
+
+describe('local config: a malformed variable', () => {
+  it.each([
+    ['PORT', 'abc', 'PORT must be a port number from 0 to 65535, got "abc"'],
+    ['PORT', '65536', 'PORT must be a port number from 0 to 65535, got "65536"'],
+    [
+      'DYNAMODB_ENDPOINT',
+      'not a url',
+      'DYNAMODB_ENDPOINT must be a URL such as http://127.0.0.1:8000, got "not a url"',
+    ],
+    ['ENTERPRISE_LIMITS', 'lots', 'ENTERPRISE_LIMITS: Invalid plan limits "lots"'],
+  ])('%s=%j is refused, naming the variable and what it expects', (name, value, message) => {
+    expect(() => readLocalConfig({ [name]: value })).toThrow(message)
+  })
+})

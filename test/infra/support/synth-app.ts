@@ -1,18 +1,38 @@
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { App } from 'aws-cdk-lib'
 import { Template } from 'aws-cdk-lib/assertions'
 import { inject } from 'vitest'
 import type { StageName } from '#infra/config/stage-config.ts'
 import { addPetstoreStacks, type StageStacks } from '#infra/stacks/petstore-stage-stacks.ts'
+import type { AppSynthesis } from './app-synthesis-setup.ts'
 import { CDK_JSON } from './cdk-json.ts'
+
+/** Bundling five functions and validating both stages: seconds, more on a busy machine. */
+const SYNTHESIS_TIMEOUT_MS = 120_000
+
+/**
+ * The first run's synthesis runs beside the other projects' tests (app-synthesis-setup.ts):
+ * every infra file waits for it here, on import. A watch-mode rerun waits for its own before
+ * any test runs.
+ */
+const { resultFile: firstResult } = inject('appSynthesis')
+const deadline = Date.now() + SYNTHESIS_TIMEOUT_MS
+while (!existsSync(firstResult)) {
+  if (Date.now() > deadline) throw new Error('infra/app.ts did not finish synthesizing in time')
+  await new Promise((resolve) => setTimeout(resolve, 50))
+}
+
+/** How this run's synthesis of infra/app.ts went. */
+export const appSynthesis = (): AppSynthesis =>
+  JSON.parse(readFileSync(inject('appSynthesis').resultFile, 'utf8')) as AppSynthesis
 
 /**
  * The cloud assembly of the run's one synthesis of infra/app.ts (app-synthesis-setup.ts):
  * bundled function code, cdk-nag enforced, both stages.
  */
 export const appAssemblyDir = (): string => {
-  const { outdir, status, stderr } = inject('appSynthesis')
+  const { outdir, status, stderr } = appSynthesis()
   if (status !== 0) throw new Error(`infra/app.ts did not synthesize (exit ${status}):\n${stderr}`)
   return outdir
 }
