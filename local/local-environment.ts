@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { link, readFile, rename, rm, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { CLIENT_LIMITS_VARIABLE, IN_PROCESS } from '#shared/data/dynamo-client.ts'
 import { IN_MEMORY } from './embedded-dynamo.ts'
 /** The tables `npm start` creates in its DynamoDB (docs/local-server.md names them). */
@@ -18,6 +18,20 @@ export interface LocalEnvironmentOptions {
   embedded: boolean
   /** The key of the cursors' tags (see localCursorSecret). */
   cursorSecret: string
+  /** The key mirror of this server's control plane (see localKeyMirrorTable). */
+  keyMirrorTable: string
+}
+
+/**
+ * The key mirror belongs to one control plane, as on AWS it belongs to one stage. The embedded
+ * DynamoDB lives in the data directory, so its name can be fixed; servers sharing one external
+ * DynamoDB (`DYNAMODB_ENDPOINT`) each get the mirror of their own data directory (`:memory:`: of
+ * their own process), or one server's sync would remove the other's keys.
+ */
+export const localKeyMirrorTable = (dataDir: string, embedded: boolean): string => {
+  if (embedded) return LOCAL_TABLES.keyMirror
+  const owner = dataDir === IN_MEMORY ? randomBytes(8).toString('hex') : resolve(dataDir)
+  return `${LOCAL_TABLES.keyMirror}-${createHash('sha256').update(owner).digest('hex').slice(0, 12)}`
 }
 
 /**
@@ -25,14 +39,14 @@ export interface LocalEnvironmentOptions {
  * operator already set (region, credentials, Powertools switches) are kept.
  */
 export const localFunctionEnvironment = (
-  { endpoint, embedded, cursorSecret }: LocalEnvironmentOptions,
+  { endpoint, embedded, cursorSecret, keyMirrorTable }: LocalEnvironmentOptions,
   current: NodeJS.ProcessEnv = process.env,
 ): Record<string, string> => {
   const env: Record<string, string> = {
     TABLE_NAME: LOCAL_TABLES.pets,
     RATE_LIMIT_TABLE_NAME: LOCAL_TABLES.rateLimits,
     IDEMPOTENCY_TABLE_NAME: LOCAL_TABLES.idempotency,
-    KEY_MIRROR_TABLE_NAME: LOCAL_TABLES.keyMirror,
+    KEY_MIRROR_TABLE_NAME: keyMirrorTable,
     CURSOR_SECRET: cursorSecret,
     DYNAMODB_ENDPOINT: endpoint,
     AWS_REGION: current.AWS_REGION ?? 'us-east-1',

@@ -32,7 +32,12 @@ import {
   startEmbeddedDynamo,
 } from './embedded-dynamo.ts'
 import type { LocalConfig } from './local-config.ts'
-import { LOCAL_TABLES, localCursorSecret, localFunctionEnvironment } from './local-environment.ts'
+import {
+  LOCAL_TABLES,
+  localCursorSecret,
+  localFunctionEnvironment,
+  localKeyMirrorTable,
+} from './local-environment.ts'
 import {
   createLocalGateway,
   type ProxyHandler,
@@ -175,11 +180,13 @@ export const startLocal = async (
   const keys = await bootstrapControlPlane(store, config)
   if (!config.dynamoEndpoint) embedded = await startEmbeddedDynamo(config.dataDir)
   const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
+  const keyMirrorTable = localKeyMirrorTable(config.dataDir, embedded !== undefined)
   Object.assign(
     process.env,
     localFunctionEnvironment({
       endpoint,
       embedded: embedded !== undefined,
+      keyMirrorTable,
       cursorSecret: await localCursorSecret(config.dataDir),
     }),
   )
@@ -188,7 +195,7 @@ export const startLocal = async (
   await ensureTable(admin, petTableDefinition(LOCAL_TABLES.pets))
   await ensureTable(admin, rateLimitTableDefinition(LOCAL_TABLES.rateLimits))
   await ensureTable(admin, idempotencyTableDefinition(LOCAL_TABLES.idempotency))
-  await ensureTable(admin, keyMirrorTableDefinition(LOCAL_TABLES.keyMirror))
+  await ensureTable(admin, keyMirrorTableDefinition(keyMirrorTable))
   admin.destroy()
 
   const { handlers, authorizer } = await loadHandlers()
@@ -218,7 +225,7 @@ export const startLocal = async (
   const documentClient = createDocumentClient(dynamoConfigFromEnv(process.env))
   const mirror = new KeyMirrorRepository({
     client: documentClient,
-    tableName: LOCAL_TABLES.keyMirror,
+    tableName: keyMirrorTable,
     logger,
   })
   let keySync: LocalKeySync | undefined
@@ -287,7 +294,7 @@ export const startLocal = async (
     keySync = await startLocalKeySync({
       endpoint: managementEndpoint,
       documentClient,
-      tableName: LOCAL_TABLES.keyMirror,
+      tableName: keyMirrorTable,
       logger,
       clock,
       intervalMs: options.keySyncIntervalMs ?? LOCAL_KEY_SYNC_INTERVAL_MS,

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { localFunctionEnvironment } from '#local/local-environment.ts'
+import { localFunctionEnvironment, localKeyMirrorTable } from '#local/local-environment.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import {
   CLIENT_LIMITS_VARIABLE,
@@ -84,7 +84,11 @@ describe('DynamoDB client limits', () => {
 })
 
 describe('DynamoDB client limits of the local server', () => {
-  const local = { endpoint: 'http://127.0.0.1:8000', cursorSecret: 'c'.repeat(64) }
+  const local = {
+    endpoint: 'http://127.0.0.1:8000',
+    cursorSecret: 'c'.repeat(64),
+    keyMirrorTable: 'petstore-local-key-mirror',
+  }
 
   it('gives the functions in-process limits with the embedded DynamoDB, the AWS limits otherwise', () => {
     const embedded = localFunctionEnvironment({ ...local, embedded: true }, {})
@@ -107,5 +111,17 @@ describe('DynamoDB client limits of the local server', () => {
     expect(() => dynamoConfigFromEnv({ [CLIENT_LIMITS_VARIABLE]: 'fast' })).toThrow(
       `${CLIENT_LIMITS_VARIABLE} must be "in-process" or unset, got "fast"`,
     )
+  })
+})
+
+describe('the local key mirror table', () => {
+  it('is fixed for the embedded DynamoDB, one per data directory on a shared endpoint', () => {
+    expect(localKeyMirrorTable('.petstore', true)).toBe('petstore-local-key-mirror')
+    const a = localKeyMirrorTable('/tmp/a', false)
+    expect(a).toMatch(/^petstore-local-key-mirror-[0-9a-f]{12}$/)
+    expect(localKeyMirrorTable('/tmp/a', false)).toBe(a)
+    expect(localKeyMirrorTable('/tmp/b', false)).not.toBe(a)
+    // In memory: the process's own.
+    expect(localKeyMirrorTable(':memory:', false)).not.toBe(localKeyMirrorTable(':memory:', false))
   })
 })
