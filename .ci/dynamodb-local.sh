@@ -31,7 +31,8 @@ for _ in $(seq 1 100); do
 done
 
 # One file at a time: DynamoDB Local is one JVM on a 2-core machine; parallel suites make it slow
-# enough for the SDK time limits to answer 503s that no test expects.
-DYNAMODB_ENDPOINT="http://127.0.0.1:$port" AWS_REGION=us-east-1 \
+# enough for the SDK time limits to answer 503s that no test expects. The fuzz and load suites run
+# at ten times npm test's counts here (test/support/test-scale.ts).
+PETSTORE_TEST_SCALE="${PETSTORE_TEST_SCALE:-10}" DYNAMODB_ENDPOINT="http://127.0.0.1:$port" AWS_REGION=us-east-1 \
   AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \
   npx vitest run --project integration --project e2e --maxWorkers=1 "$@"
