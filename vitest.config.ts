@@ -63,6 +63,10 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
+          // One module graph per worker, as for integration: each in-process server still gets
+          // function instances of its own (entryUrl in local/local-server.ts). A module graph per
+          // file cost about 15 s of CPU.
+          isolate: false,
           testTimeout: 30_000,
           hookTimeout: 60_000,
         },

@@ -75,25 +75,33 @@ export interface LocalServer {
   stop(): Promise<void>
 }
 
-/**
- * The endpoint the entry modules of this module graph were loaded with. They read their
- * environment once, at import (like a Lambda instance at its cold start), so a later server in
- * the same process must use the same DynamoDB or its functions would talk to the old one.
- */
-let functionsEndpoint: string | undefined
+/** How many servers this process started: each after the first loads fresh function instances. */
+let serversStarted = 0
 
-const loadHandlers = async () => {
+/**
+ * The URL of a Lambda entry module for the n-th server of this process. An entry builds its
+ * dependencies from the environment once, at import, as a Lambda instance does at its cold start;
+ * a second server in one process (tests run many) gets instances of its own, by a URL of its own,
+ * so its functions read its tables and endpoint, not the first server's. `npm start` runs one.
+ */
+const entryUrl = (entry: string, server: number): string => {
+  const url = pathToFileURL(join(ROOT, entry))
+  if (server > 1) url.searchParams.set('server', String(server))
+  return url.href
+}
+
+const loadHandlers = async (server: number) => {
   // The same entry modules Lambda loads, imported after their environment is in place.
   const entries = await Promise.all(
     ROUTES.map(async (route) => {
-      const module = (await import(pathToFileURL(join(ROOT, functionEntry(route))).href)) as {
+      const module = (await import(entryUrl(functionEntry(route), server))) as {
         handler: ProxyHandler
       }
       return [route.operationId, module.handler] as const
     }),
   )
   // The authorizer's own entry too: it reads the key mirror (KEY_MIRROR_TABLE_NAME), as on AWS.
-  const authorizer = (await import(pathToFileURL(join(ROOT, AUTHORIZER_ENTRY)).href)) as {
+  const authorizer = (await import(entryUrl(AUTHORIZER_ENTRY, server))) as {
     handler: TokenAuthorizer
   }
   return {
@@ -167,11 +175,6 @@ export const startLocal = async (
   config: LocalConfig,
   options: StartLocalOptions = {},
 ): Promise<LocalServer> => {
-  if (functionsEndpoint !== undefined && config.dynamoEndpoint !== functionsEndpoint) {
-    throw new Error(
-      `the functions in this process already use DynamoDB at ${functionsEndpoint}; a second local server in one process must set dynamoEndpoint to it`,
-    )
-  }
   let embedded: EmbeddedDynamo | undefined
   const clock = options.clock ?? systemClock
   if (config.dataDir !== IN_MEMORY) await mkdir(config.dataDir, { recursive: true })
@@ -198,8 +201,8 @@ export const startLocal = async (
   await ensureTable(admin, keyMirrorTableDefinition(keyMirrorTable))
   admin.destroy()
 
-  const { handlers, authorizer } = await loadHandlers()
-  functionsEndpoint = endpoint
+  serversStarted += 1
+  const { handlers, authorizer } = await loadHandlers(serversStarted)
   const { logger } = await import('#shared/observability/logger.ts')
 
   let baseHost: string | undefined

@@ -112,3 +112,22 @@ describe('a key changed through the management API', () => {
     expect((await apiClient(server.baseUrl, key.value as string).get('/pets')).status).toBe(401)
   })
 })
+
+describe('a second local server in the same process', () => {
+  it('has function instances of its own: each server accepts its own keys and only those', async () => {
+    const mine = await newProKey('first-server')
+    expect(await statusWithinASecond(mine.value, 200)).toBe(200)
+    const otherKey = 'second-server-key-0123456789abcdef'
+    const other = await startInProcessServer({ PETSTORE_API_KEYS: `free:${otherKey}` })
+    try {
+      const statuses = async (baseUrl: string) => [
+        (await apiClient(baseUrl, mine.value).get('/pets?limit=1')).status,
+        (await apiClient(baseUrl, otherKey).get('/pets?limit=1')).status,
+      ]
+      expect(await statuses(other.baseUrl)).toEqual([401, 200])
+      expect(await statuses(server.baseUrl)).toEqual([200, 401])
+    } finally {
+      await other.stop()
+    }
+  })
+})

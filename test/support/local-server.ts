@@ -57,9 +57,9 @@ export const spawnScript = (
 }
 
 /**
- * The local server in this test process: the same `startLocal` that `npm start` runs. The
- * Lambda entry modules read their environment once per module graph (vitest gives each test file
- * its own), so one per test file; stop() puts process.env back as it was.
+ * The local server in this test process: the same `startLocal` that `npm start` runs, with
+ * function instances of its own (a worker's test files share one module graph). stop() puts
+ * process.env back as it was.
  */
 export interface InProcessServer {
   baseUrl: string
