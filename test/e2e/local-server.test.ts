@@ -2,10 +2,15 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { connect, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SHUTDOWN_GRACE_MS } from '#local/local-server.ts'
 import { PLAN_NAMES } from '#shared/config/plans-config.ts'
-import { apiClient, runLocalServerToExit, startLocalServer } from '#test/support/local-server.ts'
+import {
+  apiClient,
+  type LocalServer,
+  runLocalServerToExit,
+  startLocalServer,
+} from '#test/support/local-server.ts'
 
 /**
  * `npm start` as an operator meets it, so as child processes: start-up output, exit codes,
@@ -151,55 +156,63 @@ describe.concurrent('local server', () => {
     return socket
   }
 
-  it('stops within its grace period although a client holds a half-sent body', async () => {
-    const key = 'halfbody-key-0123456789abcdef'
-    const server = await startLocalServer({ PETSTORE_API_KEYS: `enterprise:${key}` })
-    const socket = await holdHalfSentBody(server.baseUrl, key)
-    const started = Date.now()
-    const code = await server.stop('SIGTERM')
-    // The promise is the bound: 3 s of grace plus closing the datastore, with a wide margin.
-    expect(Date.now() - started).toBeLessThan(SHUTDOWN_GRACE_MS + 7_000)
-    expect(code).toBe(0)
-    socket.destroy()
+  // Two servers serve two tests each, in order: one reads the start-up output, the other ends
+  // the server (a process each would cost a second of CPU and nothing more).
+  describe('started with keys from PETSTORE_API_KEYS', { concurrent: false }, () => {
+    const key = 'secret-given-key-0123456789abcdef'
+    let server: LocalServer
+    beforeAll(async () => {
+      server = await startLocalServer({ PETSTORE_API_KEYS: `enterprise:${key}` })
+    })
+    afterAll(async () => {
+      await server?.stop('SIGKILL')
+    })
+
+    it('does not print them', () => {
+      expect(server.output()).not.toContain(key)
+      expect(server.output()).toMatch(/enterprise\s+from PETSTORE_API_KEYS/)
+    })
+
+    it('stops within its grace period although a client holds a half-sent body', async () => {
+      const socket = await holdHalfSentBody(server.baseUrl, key)
+      const started = Date.now()
+      const code = await server.stop('SIGTERM')
+      // The promise is the bound: 3 s of grace plus closing the datastore, with a wide margin.
+      expect(Date.now() - started).toBeLessThan(SHUTDOWN_GRACE_MS + 7_000)
+      expect(code).toBe(0)
+      socket.destroy()
+    })
   })
 
-  it('exits at once on a second signal', async () => {
-    const key = 'twosignals-key-0123456789abcdef'
-    const server = await startLocalServer({ PETSTORE_API_KEYS: `enterprise:${key}` })
-    const socket = await holdHalfSentBody(server.baseUrl, key)
-    server.process.kill('SIGTERM')
-    await new Promise((resolveWait) => setTimeout(resolveWait, 100))
-    const code = await server.stop('SIGINT')
-    expect(code).toBe(130)
-    expect(server.output()).toContain('exiting now')
-    socket.destroy()
-  })
+  describe('started with no key anywhere', { concurrent: false }, () => {
+    let server: LocalServer
+    beforeAll(async () => {
+      server = await startLocalServer({ PETSTORE_DATA_DIR: ':memory:', PETSTORE_API_KEYS: '' })
+    })
+    afterAll(async () => {
+      await server?.stop('SIGKILL')
+    })
+    const printedKey = (plan: string) =>
+      new RegExp(`^\\s+${plan}\\s+(\\S+)\\s+\\(new\\)`, 'm').exec(server.output())?.[1]
 
-  it('creates and prints one key per plan when none exist, and they work', async () => {
-    const server = await startLocalServer({ PETSTORE_DATA_DIR: ':memory:', PETSTORE_API_KEYS: '' })
-    try {
+    it('creates and prints one key per plan, and they work', async () => {
       expect(server.output()).toContain(`listening at ${server.baseUrl}`)
       for (const plan of PLAN_NAMES) {
-        const key = new RegExp(`^\\s+${plan}\\s+(\\S+)\\s+\\(new\\)`, 'm').exec(
-          server.output(),
-        )?.[1]
+        const key = printedKey(plan)
         expect(key, `a ${plan} key is printed`).toBeTruthy()
         expect((await apiClient(server.baseUrl, key).get('/pets')).status).toBe(200)
       }
-    } finally {
-      await server.stop()
-    }
-  })
+    })
 
-  it('does not print keys given in PETSTORE_API_KEYS', async () => {
-    const key = 'secret-given-key-0123456789abcdef'
-    const server = await startLocalServer({ PETSTORE_API_KEYS: `pro:${key}` })
-    try {
-      expect(server.output()).not.toContain(key)
-      expect(server.output()).toMatch(/pro\s+from PETSTORE_API_KEYS/)
-    } finally {
-      await server.stop()
-    }
+    it('exits at once on a second signal', async () => {
+      const socket = await holdHalfSentBody(server.baseUrl, printedKey('enterprise') ?? '')
+      server.process.kill('SIGTERM')
+      await new Promise((resolveWait) => setTimeout(resolveWait, 100))
+      const code = await server.stop('SIGINT')
+      expect(code).toBe(130)
+      expect(server.output()).toContain('exiting now')
+      socket.destroy()
+    })
   })
 
   it('exits non-zero with a clear message when the port is taken', async () => {
