@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { UsagePlanThrottle } from '#local/usage-plan-throttle.ts'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
+import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
+import { SUSPENSION_MS } from '#shared/rate-limit/rate-limit-windows.ts'
 
 const FREE = PLAN_LIMITS.free
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0)
@@ -73,4 +75,32 @@ describe('local usage-plan backstop (token bucket and DAY quota per key)', () =>
     time.advance(1_000)
     expect(plans.admit('k', FREE)).toBe('QUOTA_EXCEEDED')
   })
+
+  // The end-to-end suite hammers a Free key through the gateway for part of a suspension
+  // (test/e2e/gateway-backstop.test.ts, all of it at CI's scale); this is the whole of one, per plan.
+  it.each(Object.entries(PLAN_LIMITS))(
+    'admits a key of plan %s sending as fast as its bucket refills through a whole suspension',
+    (_, limits) => {
+      const time = clockAt(T0)
+      const plans = new UsagePlanThrottle({ clock: time.clock })
+      const { rateLimit, burstLimit } = usagePlanBackstop(limits)
+      const verdicts = new Map<string, number>()
+      const send = (count: number) => {
+        for (let i = 0; i < count; i += 1) {
+          const verdict = plans.admit('k', limits)
+          verdicts.set(verdict, (verdicts.get(verdict) ?? 0) + 1)
+        }
+      }
+      // The whole bucket, then each second what refilled it, from the suspension's start to its end.
+      send(burstLimit)
+      let sent = burstLimit
+      for (let second = 1; second <= SUSPENSION_MS / 1_000; second += 1) {
+        time.advance(1_000)
+        const due = burstLimit + Math.floor(rateLimit * second) - sent
+        send(due)
+        sent += due
+      }
+      expect(Object.fromEntries(verdicts)).toEqual({ admitted: sent })
+    },
+  )
 })
