@@ -1,5 +1,14 @@
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestProject } from 'vitest/node'
@@ -26,8 +35,7 @@ declare module 'vitest' {
 }
 
 /** infra/app.ts as `cdk synth` runs it: assembly directory and context in the environment. */
-const synthesis = () => {
-  const outdir = mkdtempSync(join(tmpdir(), 'petstore-cdk-'))
+const synthesis = (outdir = mkdtempSync(join(tmpdir(), 'petstore-cdk-'))) => {
   const env: NodeJS.ProcessEnv = { ...process.env }
   for (const name of Object.keys(env)) if (name.startsWith('AWS_')) delete env[name]
   return {
@@ -66,8 +74,9 @@ const writeResult = (run: AppSynthesisRun, result: AppSynthesis): void => {
 }
 
 /** Starts a synthesis and returns at once; `finished` settles once its result is written. */
-const startSynthesis = (): { run: AppSynthesisRun; finished: Promise<void> } => {
-  const { outdir, command, args, options } = synthesis()
+const startSynthesis = (
+  { outdir, command, args, options } = synthesis(),
+): { run: AppSynthesisRun; finished: Promise<void> } => {
   const run = { outdir, resultFile: `${outdir}.result.json` }
   const child = spawn(command, args, { ...options, stdio: ['ignore', 'ignore', 'pipe'] })
   let stderr = ''
@@ -87,6 +96,71 @@ const startSynthesis = (): { run: AppSynthesisRun; finished: Promise<void> } => 
   return { run, finished }
 }
 
+/** What the assembly is made of: app.ts and what it imports, the bundled code, the locked packages. */
+const SYNTHESIS_INPUTS = [
+  'infra',
+  'functions',
+  'shared',
+  'types',
+  'cdk.json',
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+]
+
+/**
+ * Kept syntheses of unchanged inputs, one directory per checkout (`PETSTORE_SYNTH_CACHE=off` makes
+ * every run synthesize). Outside the checkout, as a fresh synthesis is: the bundles' source maps
+ * name their sources relative to where the assembly is.
+ */
+const CACHE_DIR = join(
+  tmpdir(),
+  `petstore-synthesis-${createHash('sha256').update(REPO_ROOT).digest('hex').slice(0, 12)}`,
+)
+
+/**
+ * A digest of every input file (tracked, or new and not ignored: `git ls-files`) and the Node
+ * version; undefined without git, which makes the run synthesize.
+ */
+const inputsDigest = (): string | undefined => {
+  const listed = spawnSync(
+    'git',
+    ['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...SYNTHESIS_INPUTS],
+    { cwd: REPO_ROOT },
+  )
+  if (listed.status !== 0) return undefined
+  const hash = createHash('sha256').update(`${process.version}\0`)
+  for (const file of listed.stdout.toString().split('\0').filter(Boolean).sort()) {
+    const path = join(REPO_ROOT, file)
+    hash.update(`${file}\0${existsSync(path) ? readFileSync(path, 'base64') : 'deleted'}\0`)
+  }
+  return hash.digest('hex')
+}
+
+/**
+ * The synthesis of these inputs: the one kept from an earlier run when it succeeded (a synthesis
+ * is a function of its inputs: same sources, same locked packages, same context), else a new one,
+ * kept for the next run once it succeeds. The cache holds the latest inputs' synthesis only.
+ */
+const cachedOrNewSynthesis = (): {
+  run: AppSynthesisRun
+  finished: Promise<void>
+  keep: boolean
+} => {
+  const digest = process.env.PETSTORE_SYNTH_CACHE === 'off' ? undefined : inputsDigest()
+  if (digest === undefined) return { ...startSynthesis(), keep: false }
+  const outdir = join(CACHE_DIR, digest)
+  const run = { outdir, resultFile: `${outdir}.result.json` }
+  if (existsSync(run.resultFile)) {
+    const kept = JSON.parse(readFileSync(run.resultFile, 'utf8')) as AppSynthesis
+    if (kept.status === 0) return { run, finished: Promise.resolve(), keep: true }
+  }
+  rmSync(CACHE_DIR, { recursive: true, force: true })
+  mkdirSync(outdir, { recursive: true })
+  const started = startSynthesis(synthesis(outdir))
+  return { ...started, keep: true }
+}
+
 /**
  * The infra project's only bundled synthesis, shared by every infra test file: infra/app.ts for
  * both stages, cdk-nag enforced by app.ts. Vitest runs every project's global setup before any
@@ -95,9 +169,9 @@ const startSynthesis = (): { run: AppSynthesisRun; finished: Promise<void> } => 
  * any file that reads the assembly), not thrown here.
  */
 export default function setup(project: TestProject): () => Promise<void> {
-  const runs: { run: AppSynthesisRun; finished: Promise<void> }[] = []
+  const runs: { run: AppSynthesisRun; finished: Promise<void>; keep: boolean }[] = []
   const start = () => {
-    const started = startSynthesis()
+    const started = cachedOrNewSynthesis()
     runs.push(started)
     project.provide('appSynthesis', started.run)
     return started.finished
@@ -106,8 +180,11 @@ export default function setup(project: TestProject): () => Promise<void> {
   // Watch mode: the code may have changed since the last run; a rerun waits for its synthesis.
   project.onTestsRerun(start)
   return async () => {
-    for (const { run, finished } of runs) {
+    for (const { run, finished, keep } of runs) {
       await finished
+      const { status } = JSON.parse(readFileSync(run.resultFile, 'utf8')) as AppSynthesis
+      // A failed synthesis is never kept: the next run tries again.
+      if (keep && status === 0) continue
       rmSync(run.outdir, { recursive: true, force: true })
       rmSync(run.resultFile, { force: true })
     }
