@@ -96,17 +96,13 @@ const startSynthesis = (
   return { run, finished }
 }
 
-/** What the assembly is made of: app.ts and what it imports, the bundled code, the locked packages. */
-const SYNTHESIS_INPUTS = [
-  'infra',
-  'functions',
-  'shared',
-  'types',
-  'cdk.json',
-  'package.json',
-  'package-lock.json',
-  'tsconfig.json',
-]
+/**
+ * What the assembly could be made of: every file of the checkout but the tests and the prose.
+ * Wider than what app.ts imports and bundles today (infra, functions, shared and the locked
+ * packages), so a new import can never leave a kept synthesis stale; a change to local/ or ops/
+ * costs one synthesis more.
+ */
+const NOT_SYNTHESIS_INPUTS = [':(exclude)test', ':(exclude)docs', ':(exclude)*.md']
 
 /**
  * Kept syntheses of unchanged inputs, one directory per checkout (`PETSTORE_SYNTH_CACHE=off` makes
@@ -119,17 +115,28 @@ const CACHE_DIR = join(
 )
 
 /**
- * A digest of every input file (tracked, or new and not ignored: `git ls-files`) and the Node
- * version; undefined without git, which makes the run synthesize.
+ * A digest of every input file (tracked, or new and not ignored: `git ls-files`), the Node version
+ * and platform; undefined without git, which makes the run synthesize.
  */
 const inputsDigest = (): string | undefined => {
   const listed = spawnSync(
     'git',
-    ['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', ...SYNTHESIS_INPUTS],
+    [
+      'ls-files',
+      '-z',
+      '--cached',
+      '--others',
+      '--exclude-standard',
+      '--',
+      '.',
+      ...NOT_SYNTHESIS_INPUTS,
+    ],
     { cwd: REPO_ROOT },
   )
   if (listed.status !== 0) return undefined
-  const hash = createHash('sha256').update(`${process.version}\0`)
+  const hash = createHash('sha256').update(
+    `${process.version} ${process.platform} ${process.arch}\0`,
+  )
   for (const file of listed.stdout.toString().split('\0').filter(Boolean).sort()) {
     const path = join(REPO_ROOT, file)
     hash.update(`${file}\0${existsSync(path) ? readFileSync(path, 'base64') : 'deleted'}\0`)
