@@ -24,9 +24,7 @@ class ProjectThenLongestSequencer extends BaseSequencer {
     const rank = (file: TestSpecification) => PROJECT_ORDER.indexOf(file.project.name)
     const duration = (file: TestSpecification) =>
       this.ctx.cache.getTestSpecificationResult(file)?.duration ?? Number.MAX_SAFE_INTEGER
-    return (await super.sort(files)).sort(
-      (a, b) => rank(a) - rank(b) || duration(b) - duration(a),
-    )
+    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b) || duration(b) - duration(a))
   }
 }
 
