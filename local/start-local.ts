@@ -1,13 +1,6 @@
-import { resolve } from 'node:path'
-import { MANAGEMENT_API_PATH } from './control-plane-handler.ts'
-import { IN_MEMORY } from './embedded-dynamo.ts'
-import {
-  DEFAULT_PORT,
-  type LocalConfig,
-  LocalConfigError,
-  readLocalConfig,
-} from './local-config.ts'
+import { type LocalConfig, LocalConfigError, readLocalConfig } from './local-config.ts'
 import { type LocalServer, startLocal } from './local-server.ts'
+import { startBanner } from './start-banner.ts'
 
 /**
  * `npm start`: reads the local mode contract from the environment, starts the local server,
@@ -46,28 +39,6 @@ const startOrExit = async (config: LocalConfig): Promise<LocalServer> => {
   }
 }
 
-const banner = (config: LocalConfig, local: LocalServer): string[] => {
-  const origin = new URL(local.baseUrl).origin
-  const keysCommand = `npm run keys --${config.port === DEFAULT_PORT ? '' : ` --url ${origin}`}`
-  return [
-    `Pet store API listening at ${local.baseUrl}`,
-    `DynamoDB: ${local.embedded ? `embedded, data in ${config.dataDir === IN_MEMORY ? 'memory (not kept)' : resolve(config.dataDir)}` : local.endpoint}`,
-    'API keys (send as "Authorization: Bearer <key>"):',
-    ...local.keys.created.map((entry) => `  ${entry.plan.padEnd(10)} ${entry.key}   (new)`),
-    ...local.keys.fromEnv.map(
-      (entry) => `  ${entry.plan.padEnd(10)} from PETSTORE_API_KEYS (id ${entry.id})`,
-    ),
-    ...(local.keys.imported > 0 && local.keys.file
-      ? [
-          `  ${local.keys.imported} key(s) moved from api-keys.json into ${resolve(local.keys.file)}`,
-        ]
-      : []),
-    ...(local.keys.others > 0 ? [`  ${local.keys.others} other key(s): ${keysCommand} list`] : []),
-    `Keys: ${keysCommand} create --plan pro | list | revoke <id> (control plane at ${origin}${MANAGEMENT_API_PATH})`,
-    `Try: curl -H "Authorization: Bearer <key>" ${local.baseUrl}/pets`,
-  ]
-}
-
 const stopOnSignals = (local: LocalServer) => {
   let stopping = false
   const shutdown = (signal: string) => {
@@ -94,7 +65,7 @@ const main = async () => {
   const config = readConfigOrExit()
   const local = await startOrExit(config)
   // One write, so whoever reads the banner (people, scripts, tests) gets it whole.
-  process.stdout.write(`${banner(config, local).join('\n')}\n`)
+  process.stdout.write(`${startBanner(config, local).join('\n')}\n`)
   stopOnSignals(local)
 }
 

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { LocalKeys } from '#local/control-plane-bootstrap.ts'
 import type { StartLocalOptions } from '#local/local-server.ts'
 import { assertKeepsContract } from './contract-validator.ts'
 
@@ -63,6 +64,8 @@ export const spawnScript = (
  */
 export interface InProcessServer {
   baseUrl: string
+  /** What this start did with the keys (what `npm start` prints in its banner). */
+  keys: LocalKeys
   /** The local control plane's management API (an APIGatewayClient endpoint). */
   managementEndpoint: string
   /** Runs the local key sync now and waits for it (tests drive the syncs: no schedule runs). */
@@ -88,6 +91,7 @@ export const startInProcessServer = async (
     })
     return {
       baseUrl: local.baseUrl,
+      keys: local.keys,
       managementEndpoint: local.managementEndpoint,
       syncKeys: () => local.syncKeys(),
       stop: () => local.stop().finally(restoreEnv),

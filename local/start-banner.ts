@@ -1,0 +1,35 @@
+import { resolve } from 'node:path'
+import { MANAGEMENT_API_PATH } from './control-plane-handler.ts'
+import { IN_MEMORY } from './embedded-dynamo.ts'
+import { DEFAULT_PORT, type LocalConfig } from './local-config.ts'
+import type { LocalServer } from './local-server.ts'
+
+/**
+ * What `npm start` prints once the server listens: where, which datastore, the keys (a created key
+ * once, a given key never) and how to manage them. Its own module so a unit test reads every line
+ * without starting a process.
+ */
+export const startBanner = (
+  config: LocalConfig,
+  local: Pick<LocalServer, 'baseUrl' | 'embedded' | 'endpoint' | 'keys'>,
+): string[] => {
+  const origin = new URL(local.baseUrl).origin
+  const keysCommand = `npm run keys --${config.port === DEFAULT_PORT ? '' : ` --url ${origin}`}`
+  return [
+    `Pet store API listening at ${local.baseUrl}`,
+    `DynamoDB: ${local.embedded ? `embedded, data in ${config.dataDir === IN_MEMORY ? 'memory (not kept)' : resolve(config.dataDir)}` : local.endpoint}`,
+    'API keys (send as "Authorization: Bearer <key>"):',
+    ...local.keys.created.map((entry) => `  ${entry.plan.padEnd(10)} ${entry.key}   (new)`),
+    ...local.keys.fromEnv.map(
+      (entry) => `  ${entry.plan.padEnd(10)} from PETSTORE_API_KEYS (id ${entry.id})`,
+    ),
+    ...(local.keys.imported > 0 && local.keys.file
+      ? [
+          `  ${local.keys.imported} key(s) moved from api-keys.json into ${resolve(local.keys.file)}`,
+        ]
+      : []),
+    ...(local.keys.others > 0 ? [`  ${local.keys.others} other key(s): ${keysCommand} list`] : []),
+    `Keys: ${keysCommand} create --plan pro | list | revoke <id> (control plane at ${origin}${MANAGEMENT_API_PATH})`,
+    `Try: curl -H "Authorization: Bearer <key>" ${local.baseUrl}/pets`,
+  ]
+}
