@@ -154,6 +154,9 @@ describe('POST /pets with Idempotency-Key', () => {
   })
 
   it('counts a replay against the rate limit like any request', async () => {
+    // Both in one UTC minute: across a minute's end the replay would see a fresh window.
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(Date.UTC(2026, 10, 24, 12, 0, 30))
     const body = { name: uniqueName(), categoryId: 1 }
     const key = randomUUID()
     const first = await create(body, key, OTHER_KEY)
