@@ -14,12 +14,23 @@ const USAGE = `usage: npm run smoke -- [--stage staging|production [--region R]]
                    a local server (npm start), whose control plane makes the temporary key
   (neither)        the local server where npm start listens (HOST, PORT)`
 
-const say = (line: string) => process.stdout.write(`${line}\n`)
+/** Where the CLI writes and what it reads: the process's own, or a test's. */
+export interface SmokeCliIo {
+  stdout: (text: string) => void
+  stderr: (text: string) => void
+  env: NodeJS.ProcessEnv
+}
 
-const main = async (): Promise<number> => {
+/** Runs `npm run smoke -- <args>` and resolves with its exit code. */
+export const smokeCli = async (
+  args: string[],
+  { stdout, stderr, env }: SmokeCliIo,
+): Promise<number> => {
+  const say = (line: string) => stdout(`${line}\n`)
   let values: { stage?: string; region?: string; 'base-url'?: string; key?: string; help?: boolean }
   try {
     values = parseArgs({
+      args,
       options: {
         stage: { type: 'string' },
         region: { type: 'string' },
@@ -29,7 +40,7 @@ const main = async (): Promise<number> => {
       },
     }).values
   } catch (error) {
-    process.stderr.write(`smoke: ${(error as Error).message}\n${USAGE}\n`)
+    stderr(`smoke: ${(error as Error).message}\n${USAGE}\n`)
     return 2
   }
   if (values.help) {
@@ -38,7 +49,7 @@ const main = async (): Promise<number> => {
   }
   const baseUrl = values['base-url']?.replace(/\/+$/, '')
   if (values.key !== undefined && baseUrl === undefined && values.stage === undefined) {
-    process.stderr.write(`smoke: --key needs --base-url or --stage\n${USAGE}\n`)
+    stderr(`smoke: --key needs --base-url or --stage\n${USAGE}\n`)
     return 2
   }
 
@@ -49,8 +60,8 @@ const main = async (): Promise<number> => {
         stage: values.stage,
         url: values.stage === undefined && baseUrl ? new URL(baseUrl).origin : undefined,
         region: values.region,
-        env: process.env,
-        warn: (message) => process.stderr.write(`warning: ${message}\n`),
+        env,
+        warn: (message) => stderr(`warning: ${message}\n`),
       })
     }
     const admin = target?.admin
@@ -81,11 +92,17 @@ const main = async (): Promise<number> => {
       error instanceof KeyAdminError
         ? error.message
         : `${(error as Error).name}: ${(error as Error).message}`
-    process.stderr.write(`smoke: ${message}\n`)
+    stderr(`smoke: ${message}\n`)
     return 1
   } finally {
     target?.close()
   }
 }
 
-process.exitCode = await main()
+if (import.meta.main) {
+  process.exitCode = await smokeCli(process.argv.slice(2), {
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+    env: process.env,
+  })
+}
