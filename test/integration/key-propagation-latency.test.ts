@@ -40,6 +40,7 @@ const SYNC_PERIOD = 60
 const SYNC_DURATION = 3
 const CHANGE_AT = SYNC_PERIOD + 1
 const NEXT_SYNC_LANDS = 2 * SYNC_PERIOD + SYNC_DURATION
+const AUTHORIZER_WATCHED_UNTIL = NEXT_SYNC_LANDS + SYNC_PERIOD
 
 let env: DynamoTestEnv
 
@@ -105,7 +106,10 @@ interface ClientPlan {
 interface Timeline {
   /** keyId → answer the client got at each second (from its start). */
   gateway: Map<string, Map<number, Decision>>
-  /** keyId → the authorizer's own answer each second, without API Gateway's cache. */
+  /**
+   * keyId → the authorizer's own answer each second, without API Gateway's cache, until
+   * AUTHORIZER_WATCHED_UNTIL.
+   */
   authorizer: Map<string, Map<number, Decision>>
   managementCalls: number
   syncs: number
@@ -178,7 +182,11 @@ const simulate = async (options: {
       await running
     }
     for (const { keyId, from } of options.clients) {
-      timeline.authorizer.get(keyId)?.set(second, await authorize(keyId))
+      // The authorizer's own answer changes only when a run lands: watched through the landing
+      // of the run after the one that carries the change, it is seen to settle and to stay.
+      if (second <= AUTHORIZER_WATCHED_UNTIL) {
+        timeline.authorizer.get(keyId)?.set(second, await authorize(keyId))
+      }
       if (second < from) continue
       const cached = cache.get(keyId)
       let decision = cached && nowMs < cached.expiresAtMs ? cached.decision : undefined
