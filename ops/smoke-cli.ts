@@ -14,23 +14,12 @@ const USAGE = `usage: npm run smoke -- [--stage staging|production [--region R]]
                    a local server (npm start), whose control plane makes the temporary key
   (neither)        the local server where npm start listens (HOST, PORT)`
 
-/** Where the CLI writes and what it reads: the process's own, or a test's. */
-export interface SmokeCliIo {
-  stdout: (text: string) => void
-  stderr: (text: string) => void
-  env: NodeJS.ProcessEnv
-}
+const say = (line: string) => process.stdout.write(`${line}\n`)
 
-/** Runs `npm run smoke -- <args>` and resolves with its exit code. */
-export const smokeCli = async (
-  args: string[],
-  { stdout, stderr, env }: SmokeCliIo,
-): Promise<number> => {
-  const say = (line: string) => stdout(`${line}\n`)
+const main = async (): Promise<number> => {
   let values: { stage?: string; region?: string; 'base-url'?: string; key?: string; help?: boolean }
   try {
     values = parseArgs({
-      args,
       options: {
         stage: { type: 'string' },
         region: { type: 'string' },
@@ -40,7 +29,7 @@ export const smokeCli = async (
       },
     }).values
   } catch (error) {
-    stderr(`smoke: ${(error as Error).message}\n${USAGE}\n`)
+    process.stderr.write(`smoke: ${(error as Error).message}\n${USAGE}\n`)
     return 2
   }
   if (values.help) {
@@ -49,7 +38,7 @@ export const smokeCli = async (
   }
   const baseUrl = values['base-url']?.replace(/\/+$/, '')
   if (values.key !== undefined && baseUrl === undefined && values.stage === undefined) {
-    stderr(`smoke: --key needs --base-url or --stage\n${USAGE}\n`)
+    process.stderr.write(`smoke: --key needs --base-url or --stage\n${USAGE}\n`)
     return 2
   }
 
@@ -60,8 +49,8 @@ export const smokeCli = async (
         stage: values.stage,
         url: values.stage === undefined && baseUrl ? new URL(baseUrl).origin : undefined,
         region: values.region,
-        env,
-        warn: (message) => stderr(`warning: ${message}\n`),
+        env: process.env,
+        warn: (message) => process.stderr.write(`warning: ${message}\n`),
       })
     }
     const admin = target?.admin
@@ -92,17 +81,11 @@ export const smokeCli = async (
       error instanceof KeyAdminError
         ? error.message
         : `${(error as Error).name}: ${(error as Error).message}`
-    stderr(`smoke: ${message}\n`)
+    process.stderr.write(`smoke: ${message}\n`)
     return 1
   } finally {
     target?.close()
   }
 }
 
-if (import.meta.main) {
-  process.exitCode = await smokeCli(process.argv.slice(2), {
-    stdout: (text) => process.stdout.write(text),
-    stderr: (text) => process.stderr.write(text),
-    env: process.env,
-  })
-}
+process.exitCode = await main()

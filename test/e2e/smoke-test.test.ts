@@ -1,7 +1,6 @@
 import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { smokeCli } from '#ops/smoke-cli.ts'
 import {
   type InProcessServer,
   runScriptToExit,
@@ -10,8 +9,7 @@ import {
 
 /**
  * `npm run smoke` as an operator runs it after a deploy, here against the local server (and a
- * proxy in front of it that breaks the contract): its report and exit code, from a real process
- * once and from the CLI's function otherwise.
+ * proxy in front of it that breaks the contract): a real process, its report and exit code.
  */
 const KEY = 'smoke-given-key-0123456789abcdef'
 let server: InProcessServer
@@ -65,22 +63,11 @@ afterAll(async () => {
   await server?.stop()
 })
 
-/** The real CLI process: its wiring (arguments, output streams, exit code) is proven once. */
-const smokeProcess = (...args: string[]) => runScriptToExit('ops/smoke-cli.ts', args, {})
-
-/** The same CLI in this process (a process start costs a second of CPU and proves no more). */
-const smoke = async (...args: string[]) => {
-  let output = ''
-  const write = (text: string) => {
-    output += text
-  }
-  const code = await smokeCli(args, { stdout: write, stderr: write, env: process.env })
-  return { code, output }
-}
+const smoke = (...args: string[]) => runScriptToExit('ops/smoke-cli.ts', args, {})
 
 describe.concurrent('npm run smoke', () => {
   it('passes against the local server, with a temporary key it makes and revokes', async () => {
-    const result = await smokeProcess('--base-url', server.baseUrl)
+    const result = await smoke('--base-url', server.baseUrl)
     expect(result.code, result.output).toBe(0)
     for (const check of [
       'temporary key',
