@@ -1,6 +1,7 @@
 import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runSmokeCommand } from '#ops/smoke-command.ts'
 import {
   type InProcessServer,
   runScriptToExit,
@@ -9,7 +10,8 @@ import {
 
 /**
  * `npm run smoke` as an operator runs it after a deploy, here against the local server (and a
- * proxy in front of it that breaks the contract): a real process, its report and exit code.
+ * proxy in front of it that breaks the contract): its report and exit code. Runs happen in this
+ * process (runSmokeCommand, what the CLI runs), one as the real CLI process.
  */
 const KEY = 'smoke-given-key-0123456789abcdef'
 let server: InProcessServer
@@ -63,11 +65,18 @@ afterAll(async () => {
   await server?.stop()
 })
 
-const smoke = (...args: string[]) => runScriptToExit('ops/smoke-cli.ts', args, {})
+const smoke = async (...args: string[]) => {
+  let output = ''
+  const write = (text: string) => {
+    output += text
+  }
+  const code = await runSmokeCommand(args, { stdout: write, stderr: write, env: {} })
+  return { code, output }
+}
 
 describe.concurrent('npm run smoke', () => {
-  it('passes against the local server, with a temporary key it makes and revokes', async () => {
-    const result = await smoke('--base-url', server.baseUrl)
+  it('passes against the local server, with a temporary key it makes and revokes (the real CLI process)', async () => {
+    const result = await runScriptToExit('ops/smoke-cli.ts', ['--base-url', server.baseUrl], {})
     expect(result.code, result.output).toBe(0)
     for (const check of [
       'temporary key',
