@@ -20,6 +20,7 @@ import {
 } from '#shared/domain/pet-schema.ts'
 import { ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
 import { MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
+import { RATE_LIMIT_HEADER_NAMES } from '#shared/rate-limit/rate-limit-headers.ts'
 
 /**
  * The OpenAPI 3.1 document of the API, built from the zod schemas (types and validation), the
@@ -112,21 +113,13 @@ const headers = {
 
 type HeaderName = keyof typeof headers
 
-const RATE_LIMIT_HEADERS = [
-  'X-RateLimit-Limit',
-  'X-RateLimit-Remaining',
-  'X-RateLimit-Reset',
-  'RateLimit-Policy',
-  'RateLimit',
-] as const
-
 /**
  * Rate-limit headers are on every answer to a request with a valid key: required on success; on
  * errors absent when the key was not valid or the gateway answered before any function ran.
  */
 const rateLimitHeaders = (required: boolean) =>
   Object.fromEntries(
-    RATE_LIMIT_HEADERS.map((name) => [
+    RATE_LIMIT_HEADER_NAMES.map((name) => [
       name,
       required ? { ...headers[name], required } : headers[name],
     ]),

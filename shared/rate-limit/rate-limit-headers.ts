@@ -18,6 +18,17 @@ import {
  */
 export const POLICY_NAMES = { minute: 'minute', day: 'day' } as const
 
+/** Every rate-limit header an answer carries (the OpenAPI document declares these). */
+export const RATE_LIMIT_HEADER_NAMES = [
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'RateLimit-Policy',
+  'RateLimit',
+] as const
+
+type RateLimitHeaderName = (typeof RATE_LIMIT_HEADER_NAMES)[number]
+
 export interface RateLimitHeaderInput {
   minute: WindowState
   day: WindowState
@@ -34,7 +45,9 @@ export const tightestWindow = ({ minute, day }: RateLimitHeaderInput): WindowSta
   return day.resetAtMs < minute.resetAtMs ? day : minute
 }
 
-export const rateLimitHeaders = (input: RateLimitHeaderInput): Record<string, string> => {
+export const rateLimitHeaders = (
+  input: RateLimitHeaderInput,
+): Record<RateLimitHeaderName, string> => {
   const { minute, day, nowMs } = input
   const tightest = tightestWindow(input)
   const policy = (name: string, state: WindowState, windowMs: number) =>

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { HttpError } from '#shared/errors/http-error.ts'
 import { jsonResponse } from '#shared/http/http-response.ts'
 import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
+import { RATE_LIMIT_HEADER_NAMES } from '#shared/rate-limit/rate-limit-headers.ts'
 import {
   rateLimitMiddleware,
   STORE_FAILURE_METRIC,
@@ -22,13 +23,6 @@ import { fakeLogger } from '#test/support/fake-logger.ts'
 
 const NOW = Date.parse('2026-03-14T10:00:18Z')
 const FREE = { perMinute: 60, perDay: 1_000 }
-const RATE_LIMIT_HEADERS = [
-  'X-RateLimit-Limit',
-  'X-RateLimit-Remaining',
-  'X-RateLimit-Reset',
-  'RateLimit-Policy',
-  'RateLimit',
-]
 
 const decision = (
   outcome: Exclude<RateLimitDecision['outcome'], 'key_suspended'>,
@@ -146,7 +140,7 @@ describe('rate-limit middleware', () => {
       'X-RateLimit-Limit': '1000',
       'X-RateLimit-Remaining': '0',
     })
-    for (const name of RATE_LIMIT_HEADERS) expect(answered.headers).toHaveProperty(name)
+    for (const name of RATE_LIMIT_HEADER_NAMES) expect(answered.headers).toHaveProperty(name)
   })
 
   it.each([
@@ -214,6 +208,6 @@ describe('rate-limit middleware', () => {
     )
     expect(response.statusCode).toBe(200)
     expect(limiter.consume).not.toHaveBeenCalled()
-    for (const name of RATE_LIMIT_HEADERS) expect(response.headers).not.toHaveProperty(name)
+    for (const name of RATE_LIMIT_HEADER_NAMES) expect(response.headers).not.toHaveProperty(name)
   })
 })
