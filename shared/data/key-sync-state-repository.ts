@@ -145,34 +145,33 @@ export class KeySyncStateRepository {
    * the local server at start, when a server killed mid-run left its lease behind.
    */
   async breakLease(): Promise<void> {
-    try {
-      await this.#client.send(
-        new UpdateCommand({
-          TableName: this.#tableName,
-          Key: LEASE_KEY,
-          UpdateExpression: 'REMOVE leaseOwner, leaseExpiresAt',
-          ConditionExpression: 'attribute_exists(leaseOwner)',
-        }),
-      )
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error
-    }
+    await this.#removeLease({ ConditionExpression: 'attribute_exists(leaseOwner)' })
   }
 
   /** Gives the lease up after a failed run, keeping the state as the last success left it. */
   async release(owner: string): Promise<void> {
+    // A condition failure: expired and taken over by a newer run, nothing of ours to give up.
+    await this.#removeLease({
+      ConditionExpression: 'leaseOwner = :owner',
+      ExpressionAttributeValues: { ':owner': owner },
+    })
+  }
+
+  /** Removes the lease if `condition` holds; a lease the condition does not match stays. */
+  async #removeLease(condition: {
+    ConditionExpression: string
+    ExpressionAttributeValues?: Record<string, string>
+  }): Promise<void> {
     try {
       await this.#client.send(
         new UpdateCommand({
           TableName: this.#tableName,
           Key: LEASE_KEY,
           UpdateExpression: 'REMOVE leaseOwner, leaseExpiresAt',
-          ConditionExpression: 'leaseOwner = :owner',
-          ExpressionAttributeValues: { ':owner': owner },
+          ...condition,
         }),
       )
     } catch (error) {
-      // Expired and taken over by a newer run: nothing of ours to give up.
       if (!isConditionFailure(error)) throw error
     }
   }

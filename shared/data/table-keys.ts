@@ -38,6 +38,14 @@ export const petTableDefinition = (tableName: string): CreateTableCommandInput =
   ],
 })
 
+/** A table keyed by one string partition key, billed per request. */
+const stringKeyTable = (tableName: string, partitionKey: string): CreateTableCommandInput => ({
+  TableName: tableName,
+  BillingMode: 'PAY_PER_REQUEST',
+  AttributeDefinitions: [{ AttributeName: partitionKey, AttributeType: 'S' }],
+  KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
+})
+
 /**
  * Rate-limit counters live in a table of their own (no pet scan ever reads them), one item
  * per key and UTC day (`<keyId>#<yyyy-mm-dd>`, see shared/rate-limit/rate-limiter.ts), removed
@@ -48,12 +56,8 @@ export const RATE_LIMIT_TABLE = {
   ttlAttribute: 'expiresAt',
 } as const
 
-export const rateLimitTableDefinition = (tableName: string): CreateTableCommandInput => ({
-  TableName: tableName,
-  BillingMode: 'PAY_PER_REQUEST',
-  AttributeDefinitions: [{ AttributeName: RATE_LIMIT_TABLE.partitionKey, AttributeType: 'S' }],
-  KeySchema: [{ AttributeName: RATE_LIMIT_TABLE.partitionKey, KeyType: 'HASH' }],
-})
+export const rateLimitTableDefinition = (tableName: string): CreateTableCommandInput =>
+  stringKeyTable(tableName, RATE_LIMIT_TABLE.partitionKey)
 
 /**
  * The key mirror: one table per stage, one item per API key usable on that stage, keyed by the
@@ -70,12 +74,8 @@ export const KEY_MIRROR_TABLE = {
   syncStateKey: '#key-sync',
 } as const
 
-export const keyMirrorTableDefinition = (tableName: string): CreateTableCommandInput => ({
-  TableName: tableName,
-  BillingMode: 'PAY_PER_REQUEST',
-  AttributeDefinitions: [{ AttributeName: KEY_MIRROR_TABLE.partitionKey, AttributeType: 'S' }],
-  KeySchema: [{ AttributeName: KEY_MIRROR_TABLE.partitionKey, KeyType: 'HASH' }],
-})
+export const keyMirrorTableDefinition = (tableName: string): CreateTableCommandInput =>
+  stringKeyTable(tableName, KEY_MIRROR_TABLE.partitionKey)
 
 /**
  * Idempotency records of createPet: one item per (API key, Idempotency-Key), keyed by the SHA-256
@@ -87,9 +87,5 @@ export const IDEMPOTENCY_TABLE = {
   ttlAttribute: 'expiresAt',
 } as const
 
-export const idempotencyTableDefinition = (tableName: string): CreateTableCommandInput => ({
-  TableName: tableName,
-  BillingMode: 'PAY_PER_REQUEST',
-  AttributeDefinitions: [{ AttributeName: IDEMPOTENCY_TABLE.partitionKey, AttributeType: 'S' }],
-  KeySchema: [{ AttributeName: IDEMPOTENCY_TABLE.partitionKey, KeyType: 'HASH' }],
-})
+export const idempotencyTableDefinition = (tableName: string): CreateTableCommandInput =>
+  stringKeyTable(tableName, IDEMPOTENCY_TABLE.partitionKey)
