@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path'
 import * as z from 'zod/mini'
 import type { Clock } from '#shared/time/clock.ts'
 import { IN_MEMORY } from './embedded-dynamo.ts'
-import { locateJsonError } from './json-error-locator.ts'
+import { parseJsonFile } from './json-error-locator.ts'
 import { LocalConfigError } from './local-config.ts'
 
 /**
@@ -106,18 +106,7 @@ export const generateKeyValue = (): string => {
 
 /** The state of a file's text, or a ControlPlaneFileError that quotes none of it. */
 export const parseControlPlaneFile = (text: string, path: string): State => {
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    // JSON.parse's own message may quote the text around the error, a key value included.
-    const where = locateJsonError(text)
-    throw new ControlPlaneFileError(
-      where
-        ? `${path} is not valid JSON: ${where.problem} at line ${where.line}, column ${where.column}`
-        : `${path} is not valid JSON`,
-    )
-  }
+  const parsed = parseJsonFile(text, path, (message) => new ControlPlaneFileError(message))
   const result = StateSchema.safeParse(parsed)
   if (result.success) return result.data
   // The path of the first problem only: zod's messages and inputs may echo a value.

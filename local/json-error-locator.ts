@@ -136,3 +136,24 @@ export const locateJsonError = (text: string): JsonSyntaxProblem | undefined => 
     return { ...lineAndColumn(text, error.offset), problem: error.problem }
   }
 }
+
+/**
+ * The value of a file's text, or the error `toError` makes of a message naming the file and the
+ * place: JSON.parse's own message may quote the text around the error, a key value included.
+ */
+export const parseJsonFile = (
+  text: string,
+  path: string,
+  toError: (message: string) => Error,
+): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    const where = locateJsonError(text)
+    throw toError(
+      where
+        ? `${path} is not valid JSON: ${where.problem} at line ${where.line}, column ${where.column}`
+        : `${path} is not valid JSON`,
+    )
+  }
+}

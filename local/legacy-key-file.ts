@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { isWellFormedApiKey } from '#shared/auth/bearer-token.ts'
 import { isPlanName, PLAN_NAMES, type PlanName } from '#shared/config/plans-config.ts'
-import { locateJsonError } from './json-error-locator.ts'
+import { parseJsonFile } from './json-error-locator.ts'
 import { API_KEY_FORMAT, LocalConfigError } from './local-config.ts'
 
 /**
@@ -50,18 +50,7 @@ const checkedEntry = (entry: unknown, index: number, path: string): LocalKeyEntr
 
 /** The entries of a key file's text, all of them valid, or a LocalKeyFileError. */
 export const parseKeyFile = (text: string, path: string): LocalKeyEntry[] => {
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    // JSON.parse's own message may quote the text around the error, a key included.
-    const where = locateJsonError(text)
-    throw new LocalKeyFileError(
-      where
-        ? `${path} is not valid JSON: ${where.problem} at line ${where.line}, column ${where.column}`
-        : `${path} is not valid JSON`,
-    )
-  }
+  const parsed = parseJsonFile(text, path, (message) => new LocalKeyFileError(message))
   const keys = (parsed as { keys?: unknown } | null)?.keys
   if (!Array.isArray(keys)) {
     throw new LocalKeyFileError(`${path} must hold a JSON object with a "keys" list`)
