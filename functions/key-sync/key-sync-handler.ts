@@ -118,8 +118,8 @@ export interface KeySyncResult {
   managementCalls: number
 }
 
-const skipped = (reason: SkipReason): KeySyncResult => ({
-  skipped: reason,
+/** The counts of a run that did nothing. */
+export const NOTHING_DONE: Omit<KeySyncResult, 'skipped'> = {
   upserted: 0,
   written: 0,
   deleted: 0,
@@ -128,7 +128,9 @@ const skipped = (reason: SkipReason): KeySyncResult => ({
   refusedPlans: 0,
   refusedKeys: 0,
   managementCalls: 0,
-})
+}
+
+const skipped = (reason: SkipReason): KeySyncResult => ({ skipped: reason, ...NOTHING_DONE })
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 

@@ -13,7 +13,7 @@ import {
   DISABLE_AFTER_TAG,
 } from '#functions/key-sync/api-gateway-key-source.ts'
 import { TokenBucketPacer } from '#functions/key-sync/call-pacer.ts'
-import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
+import { type KeySyncResult, NOTHING_DONE } from '#functions/key-sync/key-sync-handler.ts'
 import { bootstrapControlPlane, localOutputs } from '#local/control-plane-bootstrap.ts'
 import { createControlPlaneHandler, MANAGEMENT_API_PATH } from '#local/control-plane-handler.ts'
 import { ControlPlaneStore } from '#local/control-plane-store.ts'
@@ -49,17 +49,7 @@ const sleep = async (ms: number) => {
   now += ms
 }
 
-const IDLE_RESULT: KeySyncResult = {
-  skipped: false,
-  upserted: 0,
-  written: 0,
-  deleted: 0,
-  heldRemovals: 0,
-  cacheFlushed: false,
-  refusedPlans: 0,
-  refusedKeys: 0,
-  managementCalls: 0,
-}
+const IDLE_RESULT: KeySyncResult = { skipped: false, ...NOTHING_DONE }
 
 /** The key sync reduced to what the CLI sees of it: a run, then the mirror it leaves. */
 class MirrorSync implements StageSync {
