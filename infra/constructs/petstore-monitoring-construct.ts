@@ -3,6 +3,7 @@ import type { RestApi } from 'aws-cdk-lib/aws-apigateway'
 import {
   Alarm,
   AlarmStatusWidget,
+  type CfnDashboard,
   ComparisonOperator,
   Dashboard,
   GraphWidget,
@@ -17,6 +18,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda'
 import { Topic } from 'aws-cdk-lib/aws-sns'
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions'
 import { Construct } from 'constructs'
+import { ignoreCfnLintRules } from '#infra/config/cfn-lint-config.ts'
 import type { StageName } from '#infra/config/stage-config.ts'
 import {
   AUTHORIZER_METRICS,
@@ -276,6 +278,10 @@ export class PetstoreMonitoring extends Construct {
     this.dashboard = new Dashboard(this, 'Dashboard', {
       dashboardName: `petstore-${stage}`,
       defaultInterval: Duration.hours(3),
+    })
+    ignoreCfnLintRules(this.dashboard.node.defaultChild as CfnDashboard, {
+      E3002:
+        "cfn-lint's schema for AWS::CloudWatch::Dashboard lacks Tags, which CloudFormation accepts: https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-cloudwatch-dashboard.html (aws-cdk-lib renders them since 2.257.0).",
     })
     const perFunction = (title: string, metricOf: (fn: IFunction) => Metric): GraphWidget =>
       new GraphWidget({

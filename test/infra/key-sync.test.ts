@@ -91,7 +91,8 @@ describe.each(STAGES)('%s key sync triggers', (stage) => {
       Code: (propsOf(sync).Code as { S3Key: string }).S3Key,
       UsagePlanIds: planIds.map((planId) => ({ Ref: planId })),
     })
-    expect(resource.DependsOn).toEqual(expect.arrayContaining([stageId, ...planIds]))
+    // The plans come first through UsagePlanIds' Refs; the stage needs an explicit dependency.
+    expect(resource.DependsOn).toContain(stageId)
     // Its grants are in place first: the run can read API Gateway and write the mirror.
     expect(resource.DependsOn).toContainEqual(expect.stringContaining('KeySyncRoleDefaultPolicy'))
   })

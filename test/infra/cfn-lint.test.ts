@@ -1,0 +1,85 @@
+import { spawnSync } from 'node:child_process'
+import { accessSync, constants, readFileSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { delimiter, join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { appAssemblyDir } from './support/synth-app.ts'
+
+/**
+ * AWS's CloudFormation linter checks every template against CloudFormation's own resource
+ * schemas: an independent reading of what CloudFormation accepts. It is a Python tool, not a
+ * project dependency: used where installed (CI requires it: PETSTORE_REQUIRE_CFN_LINT=1).
+ */
+const cfnLint = (): string | undefined => {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), join(homedir(), '.pyenv', 'shims')]
+  for (const dir of dirs.filter(Boolean)) {
+    const file = join(dir, 'cfn-lint')
+    try {
+      accessSync(file, constants.X_OK)
+      return file
+    } catch {}
+  }
+  return undefined
+}
+
+const TEMPLATES = ['staging', 'production'].flatMap((stage) => [
+  `petstore-${stage}-data.template.json`,
+  `petstore-${stage}-api.template.json`,
+])
+
+interface Finding {
+  Rule: { Id: string }
+  Message: string
+  Filename: string
+  Location: { Path: (string | number)[] }
+}
+
+const linter = cfnLint()
+
+describe('cfn-lint on the synthesized templates', () => {
+  it('every rule switched off for a resource says why', () => {
+    const dir = appAssemblyDir()
+    for (const file of TEMPLATES) {
+      const template = JSON.parse(readFileSync(join(dir, file), 'utf8')) as {
+        Resources: Record<string, { Metadata?: Record<string, unknown> }>
+      }
+      for (const [id, { Metadata }] of Object.entries(template.Resources)) {
+        const ignored =
+          (Metadata?.['cfn-lint'] as { config?: { ignore_checks?: string[] } } | undefined)?.config
+            ?.ignore_checks ?? []
+        const reasons = (Metadata?.['petstore:cfnLintReasons'] ?? {}) as Record<string, string>
+        for (const rule of ignored) {
+          expect(reasons[rule], `${file} ${id}: ${rule} is ignored without a reason`).toMatch(
+            /.{40,}/,
+          )
+        }
+      }
+    }
+  })
+  if (!linter) {
+    it('is installed where it is required', () => {
+      expect(
+        process.env.PETSTORE_REQUIRE_CFN_LINT,
+        'cfn-lint is not on PATH or in ~/.pyenv/shims',
+      ).not.toBe('1')
+    })
+    return
+  }
+
+  it('finds no error and no warning in either stage', { timeout: 60_000 }, () => {
+    const dir = appAssemblyDir()
+    const result = spawnSync(linter, ['--format', 'json', ...TEMPLATES], {
+      cwd: dir,
+      encoding: 'utf8',
+    })
+    // Exit codes are a bit mask of error (2), warning (4) and informational (8) findings.
+    expect(result.error).toBeUndefined()
+    const findings = JSON.parse(result.stdout || '[]') as Finding[]
+    const lines = findings.map(
+      ({ Rule, Message, Filename, Location }) =>
+        `${Rule.Id} ${Filename} ${Location.Path.join('/')}: ${Message}`,
+    )
+    expect(lines).toEqual([])
+    expect(result.status, result.stderr).toBe(0)
+  })
+})
