@@ -2,9 +2,11 @@ import {
   APIGatewayClient,
   type ApiKey,
   FlushStageAuthorizersCacheCommand,
+  GetApiKeyCommand,
   GetApiKeysCommand,
   GetUsagePlanKeysCommand,
   GetUsagePlansCommand,
+  NotFoundException,
   type UsagePlan,
 } from '@aws-sdk/client-api-gateway'
 import { mockClient } from 'aws-sdk-client-mock'
@@ -84,6 +86,16 @@ export class FakeApiGateway {
         input,
       ),
     )
+    this.mock.on(GetApiKeyCommand).callsFake(async (input) => {
+      const key = this.keys.get(input.apiKey)
+      if (!key) {
+        throw new NotFoundException({
+          message: 'Invalid API Key identifier specified',
+          $metadata: {},
+        })
+      }
+      return { ...key, value: input.includeValue ? key.value : undefined }
+    })
     this.mock.on(FlushStageAuthorizersCacheCommand).callsFake(async (input) => {
       if (this.failure) throw this.failure
       this.flushes.push(`${input.restApiId}/${input.stageName}`)

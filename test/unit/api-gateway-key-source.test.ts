@@ -1,4 +1,5 @@
 import {
+  GetApiKeyCommand,
   GetApiKeysCommand,
   GetUsagePlanKeysCommand,
   GetUsagePlansCommand,
@@ -96,6 +97,21 @@ describe('ApiGatewayKeySource', () => {
     await expect(sourceFor().read()).rejects.toThrow(
       'Inconsistent read of API Gateway: 1 key(s) attached to a usage plan of the stage are missing from the key listing (key-2)',
     )
+  })
+
+  it('leaves out a key a plan still lists after its deletion, once GetApiKey says it is gone', async () => {
+    gateway.addPlan('plan-pro', { tags: planTags('pro') })
+    gateway.addKey('key-1', 'plan-pro')
+    // What moto answers after DeleteApiKey, and a deletion between the two listings looks like.
+    gateway.planKeys.get('plan-pro')?.push('key-deleted')
+
+    const snapshot = await sourceFor().read()
+
+    expect(keyIdsOf(snapshot.entries)).toEqual(['key-1'])
+    expect(snapshot.managementCalls).toBe(4)
+    expect(gateway.mock.commandCalls(GetApiKeyCommand)[0]?.args[0].input).toEqual({
+      apiKey: 'key-deleted',
+    })
   })
 
   it('takes Enterprise limits from the plan tags', async () => {
