@@ -88,14 +88,25 @@ export interface StagePlan {
   grant: PlanFromTags
 }
 
+/** Why a usage read failed, in words that name no key: the error's name and HTTP status. */
+const usageFailure = (error: unknown): string => {
+  const { name, $metadata } = (error ?? {}) as {
+    name?: string
+    $metadata?: { httpStatusCode?: number }
+  }
+  const status = $metadata?.httpStatusCode
+  return `GetUsage failed (${name ?? 'Error'}${status === undefined ? '' : `, HTTP ${status}`})`
+}
+
 export interface KeyRow {
   id: string
   name: string
   plan: string
   enabled: boolean
   createdDate: Date | undefined
-  /** Requests API Gateway counted today (UTC) for the key on its plan (GetUsage). */
-  usedToday: number
+  /** Requests API Gateway counted today (UTC) for the key on its plan (GetUsage); undefined
+   * when usage could not be read (listKeys' usageUnavailable says why). */
+  usedToday: number | undefined
   /** When a rotation's overlap ends the key, if it does. */
   disableAfter: string | undefined
 }
@@ -397,11 +408,17 @@ export class KeyAdmin {
     }
   }
 
-  async listKeys(): Promise<{ rows: KeyRow[]; otherKeys: number }> {
+  /**
+   * The stage's keys with today's use. A usage read that fails (an emulator without GetUsage, a
+   * role without apigateway:GET on usage) leaves the counts out and says why: the keys are what
+   * an operator lists for.
+   */
+  async listKeys(): Promise<{ rows: KeyRow[]; otherKeys: number; usageUnavailable?: string }> {
     const keys = await this.#regionKeys()
     const { plans, regionPlans } = await this.stagePlans()
     const planOfKey = new Map<string, StagePlan>()
     const usedToday = new Map<string, number>()
+    let usageUnavailable: string | undefined
     const today = utcDay(this.#clock())
     for (const plan of plans) {
       const planKeys = await this.#all((position) =>
@@ -410,12 +427,16 @@ export class KeyAdmin {
         ),
       )
       for (const { id } of planKeys) if (id) planOfKey.set(id, plan)
-      if (planKeys.length === 0) continue
-      const usage = await this.#send(
-        new GetUsageCommand({ usagePlanId: plan.id, startDate: today, endDate: today }),
-      )
-      for (const [keyId, days] of Object.entries(usage.items ?? {})) {
-        usedToday.set(keyId, days.at(-1)?.[0] ?? 0)
+      if (planKeys.length === 0 || usageUnavailable !== undefined) continue
+      try {
+        const usage = await this.#send(
+          new GetUsageCommand({ usagePlanId: plan.id, startDate: today, endDate: today }),
+        )
+        for (const [keyId, days] of Object.entries(usage.items ?? {})) {
+          usedToday.set(keyId, days.at(-1)?.[0] ?? 0)
+        }
+      } catch (error) {
+        usageUnavailable = usageFailure(error)
       }
     }
     for (const warning of ceilingWarnings({ apiKeys: keys.length, usagePlans: regionPlans })) {
@@ -431,10 +452,14 @@ export class KeyAdmin {
         plan: planOfKey.get(key.id)?.label ?? '',
         enabled: key.enabled === true,
         createdDate: key.createdDate,
-        usedToday: usedToday.get(key.id) ?? 0,
+        usedToday: usageUnavailable === undefined ? (usedToday.get(key.id) ?? 0) : undefined,
         disableAfter: key.tags?.[DISABLE_AFTER_TAG],
       }))
-    return { rows, otherKeys: keys.length - rows.length }
+    return {
+      rows,
+      otherKeys: keys.length - rows.length,
+      ...(usageUnavailable === undefined ? {} : { usageUnavailable }),
+    }
   }
 
   async setEnabled(idOrName: string, enabled: boolean) {

@@ -104,7 +104,7 @@ const run = async (
       return
     }
     case 'list': {
-      const { rows, otherKeys } = await admin.listKeys()
+      const { rows, otherKeys, usageUnavailable } = await admin.listKeys()
       const now = Date.now()
       io.stdout(
         `${table([
@@ -115,7 +115,7 @@ const run = async (
             row.plan,
             row.enabled ? 'yes' : 'no',
             row.createdDate?.toISOString().replace(/\.\d{3}Z$/, 'Z') ?? '',
-            String(row.usedToday),
+            row.usedToday === undefined ? '-' : String(row.usedToday),
             row.disableAfter === undefined
               ? ''
               : Date.parse(row.disableAfter) > now
@@ -126,6 +126,7 @@ const run = async (
       )
       if (otherKeys > 0)
         say(`${otherKeys} other key(s) in this Region are on no plan of stage ${stage}`)
+      if (usageUnavailable !== undefined) say(`TODAY is empty: ${usageUnavailable}`)
       return
     }
     case 'enable':

@@ -283,6 +283,31 @@ describe('keys CLI operations', () => {
     ])
     expect(otherKeys).toBe(1)
   })
+
+  it('still lists the keys when usage cannot be read, saying why the column is empty', async () => {
+    const admin = adminWith()
+    const key = await admin.createKey({ selector: { plan: 'free' }, name: 'grace' })
+    // What an emulator without GetUsage answers (moto: an HTML 404 the SDK cannot parse).
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'GetUsageCommand') {
+          throw Object.assign(new Error('Unexpected token <'), {
+            name: 'SyntaxError',
+            $metadata: { httpStatusCode: 404 },
+          })
+        }
+        return next(args)
+      },
+      { step: 'initialize' },
+    )
+    const { rows, usageUnavailable } = await admin.listKeys()
+    expect(rows.find((row) => row.id === key.id)).toMatchObject({
+      plan: 'free',
+      usedToday: undefined,
+    })
+    expect(rows.every((row) => row.usedToday === undefined)).toBe(true)
+    expect(usageUnavailable).toBe('GetUsage failed (SyntaxError, HTTP 404)')
+  })
 })
 
 describe('waiting for the mirror', () => {
