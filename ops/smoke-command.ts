@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { KeyAdminError } from './key-admin-service.ts'
+import { type KeyAdmin, KeyAdminError } from './key-admin-service.ts'
 import type { CommandIo } from './keys-command.ts'
 import { runSmoke, type SmokeKeys } from './smoke-runner.ts'
 import { openStageTarget, type StageTarget } from './stage-target-resolver.ts'
@@ -14,6 +14,20 @@ const USAGE = `usage: npm run smoke -- [--stage staging|production [--region R]]
   --base-url URL   another server; with --key, that key is used as it is; without, the URL must be
                    a local server (npm start), whose control plane makes the temporary key
   (neither)        the local server where npm start listens (HOST, PORT)`
+
+/** The smoke test's management-API part: a temporary Free key, made and revoked with the keys CLI's service. */
+export const smokeKeys = (admin: KeyAdmin): SmokeKeys => ({
+  create: async () => {
+    const key = await admin.createKey({
+      selector: { plan: 'free' },
+      name: `smoke-${new Date().toISOString()}`,
+    })
+    return { id: key.id, value: key.value, limits: key.limits }
+  },
+  revoke: async (id) => {
+    await admin.revoke(id)
+  },
+})
 
 /** The CLI's whole run: `io` takes the process's streams and environment (tests pass their own). */
 export const runSmokeCommand = async (argv: string[], io: CommandIo): Promise<number> => {
@@ -57,20 +71,7 @@ export const runSmokeCommand = async (argv: string[], io: CommandIo): Promise<nu
     }
     const admin = target?.admin
     const keys: SmokeKeys | undefined =
-      admin && values.key === undefined
-        ? {
-            create: async () => {
-              const key = await admin.createKey({
-                selector: { plan: 'free' },
-                name: `smoke-${new Date().toISOString()}`,
-              })
-              return { id: key.id, value: key.value, limits: key.limits }
-            },
-            revoke: async (id) => {
-              await admin.revoke(id)
-            },
-          }
-        : undefined
+      admin && values.key === undefined ? smokeKeys(admin) : undefined
     const result = await runSmoke({
       baseUrl: baseUrl ?? (target?.outputs.baseUrl as string),
       key: values.key,

@@ -7,7 +7,7 @@ import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { CLI_CALL_RATE, KeyAdmin, KeyAdminError } from './key-admin-service.ts'
 import { readStackOutputs, type StageOutputs, stageOutputsFrom } from './stack-outputs-reader.ts'
-import { AwsStageSync, LocalStageSync } from './stage-sync-client.ts'
+import { AwsStageSync, LocalStageSync, type StageSync } from './stage-sync-client.ts'
 
 /**
  * Where a keys command goes: the local server's control plane by default, or a deployed stage
@@ -72,10 +72,25 @@ const openLocal = async (origin: string, warn: (message: string) => void): Promi
   return { stage: 'local', outputs, admin, close: () => client.destroy() }
 }
 
-const openDeployed = async (
+/** What runs a deployed stage's sync: its key-sync function, unless a caller runs it itself. */
+export type DeployedSyncFactory = (parts: {
+  outputs: StageOutputs
+  lambda: LambdaClient
+  mirror: KeyMirrorRepository
+}) => StageSync
+
+const invokeKeySyncFunction: DeployedSyncFactory = ({ outputs, lambda, mirror }) =>
+  new AwsStageSync({ lambda, functionName: outputs.keySyncFunctionName as string, mirror })
+
+/**
+ * A deployed stage found by its stack outputs. `syncWith` replaces the Lambda invoke of its key
+ * sync: the moto pass (test/moto) runs the same handler in-process, as moto runs no Lambda code.
+ */
+export const openDeployedStage = async (
   stage: string,
   region: string | undefined,
   warn: (message: string) => void,
+  syncWith: DeployedSyncFactory = invokeKeySyncFunction,
 ): Promise<StageTarget> => {
   const config = region ? { region } : {}
   const cloudFormation = new CloudFormationClient(config)
@@ -87,17 +102,14 @@ const openDeployed = async (
   }
   try {
     const outputs = await readStackOutputs(cloudFormation, stage)
+    const mirror = new KeyMirrorRepository({
+      client: documentClient,
+      tableName: outputs.keyMirrorTableName as string,
+    })
     const admin = new KeyAdmin({
       client: api,
       outputs,
-      sync: new AwsStageSync({
-        lambda,
-        functionName: outputs.keySyncFunctionName as string,
-        mirror: new KeyMirrorRepository({
-          client: documentClient,
-          tableName: outputs.keyMirrorTableName as string,
-        }),
-      }),
+      sync: syncWith({ outputs, lambda, mirror }),
       stage,
       region: await api.config.region(),
       pacer: new TokenBucketPacer(CLI_CALL_RATE),
@@ -121,5 +133,5 @@ export const openStageTarget = async ({
   if (!(DEPLOYED_STAGES as readonly string[]).includes(stage)) {
     throw new KeyAdminError(`--stage must be one of ${DEPLOYED_STAGES.join(', ')}`)
   }
-  return openDeployed(stage, region, warn)
+  return openDeployedStage(stage, region, warn)
 }
