@@ -2,9 +2,9 @@ import {
   type APIGatewayClient,
   type ApiKey,
   GetApiKeyCommand,
-  paginateGetApiKeys,
-  paginateGetUsagePlanKeys,
-  paginateGetUsagePlans,
+  GetApiKeysCommand,
+  GetUsagePlanKeysCommand,
+  GetUsagePlansCommand,
   type UsagePlan,
   type UsagePlanKey,
 } from '@aws-sdk/client-api-gateway'
@@ -37,39 +37,82 @@ const MAX_PAGES = 200
 
 /**
  * Keys a plan lists but the key listing lacks that a run looks up one by one (GetApiKey): a key
- * deleted between the two listings, or kept in a plan's listing after its deletion (moto does;
- * AWS's documentation does not say), is gone and simply not mirrored. More than this many is no
- * deletion race but a broken read.
+ * created after the listing is used as found; one deleted in between, or kept in a plan's
+ * listing after its deletion (moto does; AWS's documentation does not say), is gone and not
+ * mirrored. More than this many is no race but a broken read.
  */
 const MAX_MISSING_LOOKUPS = 25
+
+/** A listing that hands back a position it already gave: reading on would loop or truncate. */
+export class RepeatedPageTokenError extends Error {
+  constructor(listing: string, page: number) {
+    super(`API Gateway's ${listing} listing repeated its position token at page ${page}`)
+    this.name = 'RepeatedPageTokenError'
+  }
+}
 
 export interface RefusedPlan {
   usagePlanId: string
   reason: string
 }
 
-/** One read of API Gateway: what the mirror should hold, and what was refused and why. */
+/** What a run may read: until when, which plans first, where the last run stopped. */
+export interface ReadOptions {
+  /** No plan's keys are read after this instant (the run's budget; ms since the epoch). */
+  deadlineMs?: number
+  /** Ids named by management events: their plans (or the plans of the keys) are read first. */
+  priorityIds?: readonly string[]
+  /** The last plan id a previous run read in the rotation: this run goes on after it. */
+  cursor?: string
+  /** Read only the plans the priority ids name (a second look after events), no rotation. */
+  onlyNamed?: boolean
+}
+
+/**
+ * One read of API Gateway: every stage plan and key, and the keys of as many stage plans as the
+ * run's budget allowed (all of them at a few hundred plans; a rotation across runs beyond).
+ */
 export interface KeySourceSnapshot {
+  /** Mirror entries of the plans read: one per enabled key with a value. */
   entries: KeyMirrorEntry[]
+  /** Stage plans whose keys this run read, valid or refused. */
+  plansRead: string[]
+  /** Stage plans with valid tags (read or not), with their grant: a mirrored key of any other
+   * plan has lost its plan. */
+  validPlans: ReadonlyMap<string, PlanGrant>
+  /** Whether every stage plan was read: the mirror can be compared as a whole. */
+  complete: boolean
+  /** Where the rotation stopped (the last plan read in id order), for the next run. */
+  cursor: string | undefined
   /** Usage plans attached to this API stage (valid or not). */
   stagePlans: number
   /** Stage plans whose tags are missing or invalid: their keys are refused. */
   refusedPlans: RefusedPlan[]
-  /** Ids (never values) of keys attached to refused plans. */
+  /** Ids (never values) of keys attached to refused plans that were read. */
   refusedKeyIds: string[]
-  /** Keys attached to a valid plan but disabled (or past their disable-after tag): left out. */
+  /** Keys attached to a valid plan read but disabled (or past their disable-after tag): left out. */
   disabledKeys: number
+  /** Every key in the Region's listing, by id (values hashed), for lookups of moved keys. */
+  keys: ReadonlyMap<string, ListedKey>
   /** Management API operations made (pages read; SDK retries not counted). */
   managementCalls: number
-  /** Ids of the stage's plans and of every key attached to them, sorted (for scoping events). */
+  /** Ids of the stage's plans and of the keys of the plans read, sorted (for scoping events). */
   stageIds: string[]
 }
 
+/** A key of the listing as the sync needs it: never its value, only the value's hash. */
+export interface ListedKey {
+  keyId: string
+  /** Whether it may be mirrored: enabled, not past its disable-after tag, with a value. */
+  usable: boolean
+  keyHash: string | undefined
+}
+
 /**
- * A read that contradicts itself: a usage plan of the stage lists a key that the key listing,
- * read moments later, does not have (a key deleted in between, or an incomplete answer). Such a
- * read must not decide which keys stop working; the run writes nothing and fails, and the next
- * one reads again. Key ids are not secrets: the message names a few.
+ * A read that contradicts itself: a usage plan of the stage lists keys that the key listing
+ * lacks and that GetApiKey still finds, more than a run looks up. Such a read must not decide
+ * which keys stop working; the run writes nothing and fails, and the next one reads again. Key
+ * ids are not secrets: the message names a few.
  */
 export class InconsistentKeyReadError extends Error {
   readonly missingKeyIds: string[]
@@ -84,31 +127,52 @@ export class InconsistentKeyReadError extends Error {
 }
 
 export interface KeySource {
-  read(): Promise<KeySourceSnapshot>
+  read(options?: ReadOptions): Promise<KeySourceSnapshot>
+  /** The stage plans a key is on now (GetUsagePlans with keyId), valid ones only. */
+  validPlansOfKey?(keyId: string): Promise<string[]>
 }
 
 export interface ApiGatewayKeySourceOptions {
-  /** The paginators insist on a real APIGatewayClient instance (aws-sdk-client-mock keeps it one). */
   client: APIGatewayClient
   restApiId: string
   stage: string
   pageSize?: number
   pacer?: CallPacer
-  /** Decides whether a disable-after tag has passed. */
+  /** Decides whether a disable-after tag has passed, and when the budget is spent. */
   clock?: Clock
+}
+
+/** What a valid plan grants its keys. */
+export interface PlanGrant {
+  plan: PlanName
+  limits: PlanLimits
 }
 
 type PlanVerdict =
   | { usagePlanId: string; plan: PlanName; limits: PlanLimits }
   | { usagePlanId: string; refused: true }
 
+type Page<Item> = { items?: Item[]; position?: string }
+
+/** The plans to read, in order: those named first, then the rotation after the cursor. */
+const readingOrder = (
+  planIds: readonly string[],
+  first: ReadonlySet<string>,
+  cursor: string | undefined,
+): string[] => {
+  const rest = planIds.filter((id) => !first.has(id))
+  const after = cursor === undefined ? 0 : rest.findIndex((id) => id > cursor)
+  const from = after < 0 ? 0 : after
+  return [...planIds.filter((id) => first.has(id)), ...rest.slice(from), ...rest.slice(0, from)]
+}
+
 /**
  * Reads the usage plans attached to one REST API stage, their keys and the key values, and
  * turns them into mirror entries: one per enabled key (not past its disable-after tag) on a plan
- * with valid `petstore:*` tags. A
- * key a plan lists but the key listing lacks fails the read (InconsistentKeyReadError).
- * Calls are sequential (and paced): 1 per page of plans, 1 per page of keys of each stage plan,
- * 1 per page of API keys. Key values are hashed at once and never returned or logged.
+ * with valid `petstore:*` tags. A run reads the plan listing and the key listing whole (a few
+ * dozen pages at AWS's ceilings), then one plan's keys per call until its deadline: plans named
+ * by events first, then a rotation that the next run continues. Calls are sequential and paced.
+ * Key values are hashed at once and never returned or logged.
  */
 export class ApiGatewayKeySource implements KeySource {
   readonly #client: APIGatewayClient
@@ -117,6 +181,7 @@ export class ApiGatewayKeySource implements KeySource {
   readonly #pageSize: number
   readonly #pacer: CallPacer
   readonly #clock: Clock
+  #calls = 0
 
   constructor({ client, restApiId, stage, pageSize, pacer, clock }: ApiGatewayKeySourceOptions) {
     this.#client = client
@@ -127,71 +192,98 @@ export class ApiGatewayKeySource implements KeySource {
     this.#clock = clock ?? systemClock
   }
 
-  async read(): Promise<KeySourceSnapshot> {
-    const calls = { count: 0 }
-    const config = { client: this.#client, pageSize: this.#pageSize, stopOnSameToken: true }
-
-    const stagePlans = (await this.#collect<UsagePlan>(paginateGetUsagePlans(config, {}), calls))
+  async read({
+    deadlineMs,
+    priorityIds = [],
+    cursor,
+    onlyNamed = false,
+  }: ReadOptions = {}): Promise<KeySourceSnapshot> {
+    const callsBefore = this.#calls
+    const limit = this.#pageSize
+    const stagePlans = (
+      await this.#collect<UsagePlan>('usage plan', (position) =>
+        this.#client.send(new GetUsagePlansCommand({ position, limit })),
+      )
+    )
       .filter((plan): plan is UsagePlan & { id: string } => plan.id !== undefined)
       .filter((plan) => this.#isAttached(plan))
       // API Gateway allows one plan per key and stage; sorting keeps any surprise deterministic.
       .sort((a, b) => a.id.localeCompare(b.id))
+    const apiKeys = await this.#collect<ApiKey>('API key', (position) =>
+      this.#client.send(new GetApiKeysCommand({ position, limit, includeValues: true })),
+    )
+    const keysById = new Map<string, ApiKey>()
+    for (const key of apiKeys) if (key.id) keysById.set(key.id, key)
 
+    const verdicts = new Map<string, PlanVerdict>()
     const refusedPlans: RefusedPlan[] = []
-    const refusedKeyIds = new Set<string>()
-    const verdictOfKey = new Map<string, PlanVerdict>()
     for (const plan of stagePlans) {
       const tagged = planFromTags(plan.tags)
-      const verdict: PlanVerdict =
-        'error' in tagged
-          ? { usagePlanId: plan.id, refused: true }
-          : { usagePlanId: plan.id, ...tagged }
-      if ('error' in tagged) refusedPlans.push({ usagePlanId: plan.id, reason: tagged.error })
-      // Keys of refused plans are read too, so the report names them (ids only).
-      const planKeys = await this.#collect<UsagePlanKey>(
-        paginateGetUsagePlanKeys(config, { usagePlanId: plan.id }),
-        calls,
+      if ('error' in tagged) {
+        verdicts.set(plan.id, { usagePlanId: plan.id, refused: true })
+        refusedPlans.push({ usagePlanId: plan.id, reason: tagged.error })
+      } else verdicts.set(plan.id, { usagePlanId: plan.id, ...tagged })
+    }
+
+    // Plans named by id first; a key's id stands for the plans it is on (looked up when needed).
+    const named = new Set(priorityIds.filter((id) => verdicts.has(id)))
+    for (const id of priorityIds) {
+      if (verdicts.has(id) || !keysById.has(id) || this.#pastDeadline(deadlineMs)) continue
+      for (const planId of await this.#stagePlansOfKey(id)) named.add(planId)
+    }
+    const order = onlyNamed ? [...named].sort() : readingOrder([...verdicts.keys()], named, cursor)
+    const verdictOfKey = new Map<string, PlanVerdict>()
+    const plansRead: string[] = []
+    let rotationCursor = cursor
+    for (const planId of order) {
+      // The first plan is always read, so a run always makes progress.
+      if (plansRead.length > 0 && this.#pastDeadline(deadlineMs)) break
+      const verdict = verdicts.get(planId) as PlanVerdict
+      const planKeys = await this.#collect<UsagePlanKey>('usage plan key', (position) =>
+        this.#client.send(new GetUsagePlanKeysCommand({ usagePlanId: planId, position, limit })),
       )
+      plansRead.push(planId)
+      if (!named.has(planId)) rotationCursor = planId
       for (const { id, type } of planKeys) {
         if (!id || (type !== undefined && type !== 'API_KEY') || verdictOfKey.has(id)) continue
         verdictOfKey.set(id, verdict)
-        if ('refused' in verdict) refusedKeyIds.add(id)
       }
     }
 
-    const apiKeys = await this.#collect<ApiKey>(
-      paginateGetApiKeys(config, { includeValues: true }),
-      calls,
-    )
-    const listedIds = new Set(apiKeys.map((key) => key.id))
-    const missing = [...verdictOfKey.keys()].filter((id) => !listedIds.has(id)).sort()
-    if (missing.length > MAX_MISSING_LOOKUPS) throw new InconsistentKeyReadError(missing)
-    const stillThere: string[] = []
-    for (const id of missing) {
-      if (await this.#exists(id, calls)) stillThere.push(id)
-      else verdictOfKey.delete(id)
+    await this.#resolveMissing(verdictOfKey, keysById)
+
+    const nowMs = this.#clock()
+    const listed = new Map<string, ListedKey>()
+    for (const key of keysById.values()) {
+      const usable =
+        key.enabled === true && !isPastDisableAfter(key.tags, nowMs) && Boolean(key.value)
+      listed.set(key.id as string, {
+        keyId: key.id as string,
+        usable,
+        keyHash: key.value ? hashApiKey(key.value) : undefined,
+      })
     }
-    if (stillThere.length > 0) throw new InconsistentKeyReadError(stillThere)
 
     const entries: KeyMirrorEntry[] = []
     const seenHashes = new Set<string>()
+    const refusedKeyIds: string[] = []
     let disabledKeys = 0
-    const nowMs = this.#clock()
-    for (const key of apiKeys) {
-      const verdict = key.id === undefined ? undefined : verdictOfKey.get(key.id)
-      if (!key.id || !verdict || 'refused' in verdict) continue
-      if (key.enabled !== true || isPastDisableAfter(key.tags, nowMs)) {
+    for (const [keyId, verdict] of [...verdictOfKey].sort(([a], [b]) => a.localeCompare(b))) {
+      if ('refused' in verdict) {
+        refusedKeyIds.push(keyId)
+        continue
+      }
+      const key = listed.get(keyId)
+      if (!key?.usable || key.keyHash === undefined) {
         disabledKeys += 1
         continue
       }
-      if (!key.value) continue
-      const keyHash = hashApiKey(key.value)
-      // Values are unique in API Gateway; if not, the first key id (API order) keeps the hash.
-      if (seenHashes.has(keyHash)) continue
-      seenHashes.add(keyHash)
+      // Values are unique in API Gateway; if not, the first key id keeps the hash.
+      if (seenHashes.has(key.keyHash)) continue
+      seenHashes.add(key.keyHash)
       entries.push({
-        keyHash,
-        keyId: key.id,
+        keyHash: key.keyHash,
+        keyId,
         enabled: true,
         plan: verdict.plan,
         perMinute: verdict.limits.perMinute,
@@ -200,28 +292,74 @@ export class ApiGatewayKeySource implements KeySource {
       })
     }
 
+    const complete = !onlyNamed && plansRead.length === order.length
     return {
       entries,
+      plansRead,
+      validPlans: new Map(
+        [...verdicts.values()].flatMap((verdict) =>
+          'refused' in verdict
+            ? []
+            : [[verdict.usagePlanId, { plan: verdict.plan, limits: verdict.limits }] as const],
+        ),
+      ),
+      complete,
+      // A run that read everything starts the next rotation from the beginning.
+      cursor: complete ? undefined : onlyNamed ? cursor : rotationCursor,
       stagePlans: stagePlans.length,
       refusedPlans,
-      refusedKeyIds: [...refusedKeyIds].sort(),
+      refusedKeyIds,
       disabledKeys,
-      managementCalls: calls.count,
-      stageIds: [...stagePlans.map((plan) => plan.id), ...verdictOfKey.keys()].sort(),
+      keys: listed,
+      managementCalls: this.#calls - callsBefore,
+      stageIds: [...verdicts.keys(), ...verdictOfKey.keys()].sort(),
     }
   }
 
-  /** Whether API Gateway still has the key: NotFound means deleted, anything else is an error. */
-  async #exists(apiKey: string, calls: { count: number }): Promise<boolean> {
+  /** The valid stage plans a key is on now: one call (GetUsagePlans filtered by keyId). */
+  async validPlansOfKey(keyId: string): Promise<string[]> {
+    return (await this.#stagePlansOfKey(keyId, true)).sort()
+  }
+
+  async #stagePlansOfKey(keyId: string, validOnly = false): Promise<string[]> {
+    const limit = this.#pageSize
+    const plans = await this.#collect<UsagePlan>('usage plan', (position) =>
+      this.#client.send(new GetUsagePlansCommand({ keyId, position, limit })),
+    )
+    return plans
+      .filter((plan) => plan.id !== undefined && this.#isAttached(plan))
+      .filter((plan) => !validOnly || !('error' in planFromTags(plan.tags)))
+      .map((plan) => plan.id as string)
+  }
+
+  /**
+   * Keys the plans list but the key listing lacks: created after it (found by GetApiKey and
+   * used) or deleted (NotFound: left out). Too many to look up is a broken read.
+   */
+  async #resolveMissing(verdictOfKey: Map<string, PlanVerdict>, keysById: Map<string, ApiKey>) {
+    const missing = [...verdictOfKey.keys()].filter((id) => !keysById.has(id)).sort()
+    if (missing.length > MAX_MISSING_LOOKUPS) throw new InconsistentKeyReadError(missing)
+    for (const id of missing) {
+      const key = await this.#fetchKey(id)
+      if (key) keysById.set(id, key)
+      else verdictOfKey.delete(id)
+    }
+  }
+
+  /** The key with its value, or undefined when API Gateway no longer has it. */
+  async #fetchKey(apiKey: string): Promise<ApiKey | undefined> {
     await this.#pacer.take()
-    calls.count += 1
+    this.#calls += 1
     try {
-      await this.#client.send(new GetApiKeyCommand({ apiKey }))
-      return true
+      return await this.#client.send(new GetApiKeyCommand({ apiKey, includeValue: true }))
     } catch (error) {
-      if ((error as { name?: string }).name === 'NotFoundException') return false
+      if ((error as { name?: string }).name === 'NotFoundException') return undefined
       throw error
     }
+  }
+
+  #pastDeadline(deadlineMs: number | undefined): boolean {
+    return deadlineMs !== undefined && this.#clock() >= deadlineMs
   }
 
   #isAttached(plan: UsagePlan): boolean {
@@ -230,30 +368,27 @@ export class ApiGatewayKeySource implements KeySource {
     )
   }
 
-  /** Every item of a listing; each page is one paced management call. */
+  /**
+   * Every item of a listing; each page is one paced management call. A position that comes back
+   * again fails the read: stopping there would truncate the listing without a word.
+   */
   async #collect<Item>(
-    pages: AsyncGenerator<{ items?: Item[]; position?: string }, unknown>,
-    calls: { count: number },
+    listing: string,
+    page: (position: string | undefined) => Promise<Page<Item>>,
   ): Promise<Item[]> {
     const items: Item[] = []
-    const iterator = pages[Symbol.asyncIterator]()
-    try {
-      for (let page = 0; page < MAX_PAGES; page += 1) {
-        await this.#pacer.take()
-        calls.count += 1
-        const result = await iterator.next()
-        if (result.done) {
-          // The paginator stopped by itself (same position twice): no call was made.
-          calls.count -= 1
-          return items
-        }
-        items.push(...(result.value.items ?? []))
-        // Stop here rather than asking the paginator again: that would cost a pacer slot.
-        if (!result.value.position) return items
-      }
-    } finally {
-      await iterator.return(undefined)
+    const seen = new Set<string>()
+    let position: string | undefined
+    for (let count = 1; count <= MAX_PAGES; count += 1) {
+      await this.#pacer.take()
+      this.#calls += 1
+      const result = await page(position)
+      items.push(...(result.items ?? []))
+      if (!result.position) return items
+      if (seen.has(result.position)) throw new RepeatedPageTokenError(listing, count)
+      seen.add(result.position)
+      position = result.position
     }
-    throw new Error(`API Gateway listing did not end after ${MAX_PAGES} pages`)
+    throw new Error(`API Gateway's ${listing} listing did not end after ${MAX_PAGES} pages`)
   }
 }

@@ -3,13 +3,17 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics'
 import middy, { type MiddlewareObj } from '@middy/core'
 import type { CloudFormationCustomResourceEvent, Context, EventBridgeEvent } from 'aws-lambda'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
+import type { KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import type { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import type { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
+import type {
+  KeySyncState,
+  KeySyncStateRepository,
+} from '#shared/data/key-sync-state-repository.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
 import { withOriginalStack } from '#shared/observability/original-stack.ts'
 import type { Clock } from '#shared/time/clock.ts'
-import type { KeySource } from './api-gateway-key-source.ts'
+import type { KeySource, KeySourceSnapshot, ReadOptions } from './api-gateway-key-source.ts'
 import type { AuthorizerCacheFlusher } from './authorizer-cache-flusher.ts'
 import {
   type CustomResourceAnswer,
@@ -17,14 +21,13 @@ import {
   isCustomResourceEvent,
   type ResponseSender,
 } from './cloudformation-response.ts'
-import { decideRemovals } from './removal-guard.ts'
+import { decideRemovals, type GroupDecision, WHOLE_MIRROR } from './removal-guard.ts'
 
 /**
  * What invokes the sync: the EventBridge schedule ("Scheduled Event"), an API Gateway management
  * call ("AWS API Call via CloudTrail", source aws.apigateway), the deploy (a CloudFormation custom
- * resource event), or an operator confirming a held removal (`{"confirmRemovals": <count>}`).
- * Whatever the trigger, the whole mirror is rebuilt; only the trigger's name is logged
- * (CloudTrail details may carry key data).
+ * resource event), or an operator confirming a held removal (`{"confirmRemovals": [<key id>...]}`).
+ * Only the trigger's name is logged (CloudTrail details may carry key data).
  */
 export type KeySyncEvent =
   | EventBridgeEvent<string, unknown>
@@ -32,31 +35,38 @@ export type KeySyncEvent =
   | ConfirmRemovalsEvent
 
 /**
- * An operator's confirmation of the removal the guard holds: the number of keys it would remove,
- * as the alarm and the log report it. A different number confirms nothing.
+ * An operator's confirmation of removals the guard holds: the ids of the keys, as the log line of
+ * the held removal lists them (`confirm`). A held group goes only when every one of its keys is
+ * named; a key the run would not remove anyway is never removed by being named.
  *
  * @example
  * aws lambda invoke --function-name <KeySyncFunctionName> \
- *   --cli-binary-format raw-in-base64-out --payload '{"confirmRemovals":11}' /dev/stdout
+ *   --cli-binary-format raw-in-base64-out --payload '{"confirmRemovals":["a1b2c3d4e5"]}' /dev/stdout
  */
 export interface ConfirmRemovalsEvent {
-  confirmRemovals: number
+  confirmRemovals: string[]
 }
 
 export const SCHEDULED_EVENT = 'Scheduled Event'
 const MANAGEMENT_EVENT = 'AWS API Call via CloudTrail'
 
-/** Management events this soon after the last successful run's start are coalesced into it. */
-export const MIN_EVENT_INTERVAL_MS = 10_000
-
 /**
  * The lease outlives the function's timeout by 30 s (90 s), so a run that dies holds it no longer
- * than this, and never shorter than a live run.
+ * than this, and never shorter than a live run. Runs end well before the timeout (RUN_BUDGET), so
+ * a live run always gives it up itself.
  */
 export const LEASE_MS = (FUNCTION_TIMEOUT_SECONDS.keySync + 30) * 1_000
 
-/** How long the deploy's sync waits for a run in progress (it then leaves the mirror to it). */
-const DEPLOY_LEASE_WAIT = { attempts: 10, delayMs: 2_000 }
+/**
+ * A run's time, against the function's timeout: it reads plans for at most `rotationMs`, reads
+ * plans named by events that came in meanwhile until `reserveMs` before its end, and keeps that
+ * reserve for writing the mirror, flushing the cache and saving its state. Nothing starts after
+ * that, so no run is ended by its timeout and every run gives its lease up itself.
+ */
+export const RUN_BUDGET = { rotationMs: 30_000, reserveMs: 15_000, minPassMs: 3_000 } as const
+
+/** Keys of unread plans looked up one by one in a run (a key moved to a plan not read yet). */
+const MAX_MOVED_LOOKUPS = 25
 
 /**
  * Management calls that name the usage plan or key they change: one that names none of the
@@ -72,7 +82,12 @@ const SCOPED_EVENT_NAMES = new Set([
   'DeleteUsagePlan',
 ])
 
-/** Refused key ids listed per log line at most (the count is always complete). */
+/** What an API Gateway id looks like: a plan's or key's (10 lower-case letters and digits). */
+const ID_PATTERN = /^[a-z0-9]{5,12}$/
+/** Ids inside ARNs (TagResource's resourceArn: `arn:aws:apigateway:<region>::/usageplans/<id>`). */
+const ARN_ID = /\/(?:usageplans|apikeys)\/([a-z0-9]{5,12})(?:\/|$)/g
+
+/** Key ids listed per log line at most (the count is always complete; confirmations list all). */
 const MAX_LOGGED_KEY_IDS = 50
 
 /** What the handler needs of Powertools Metrics (tests pass a recorder). */
@@ -87,35 +102,37 @@ export interface MetricSink {
 export interface KeySyncDependencies {
   source: KeySource
   mirror: Pick<KeyMirrorRepository, 'diff' | 'apply'>
-  state: Pick<KeySyncStateRepository, 'get' | 'acquire' | 'complete' | 'release'>
+  state: Pick<KeySyncStateRepository, 'get' | 'acquire' | 'complete' | 'release' | 'addPending'>
   flusher: AuthorizerCacheFlusher
   logger: AppLogger
   metrics: MetricSink
   clock: Clock
   /** Answers the deploy's custom resource (tests pass a recorder). */
   sendResponse: ResponseSender
-  sleep?: (ms: number) => Promise<void>
-  minEventIntervalMs?: number
   /** Logger context and metrics publishing: outermost, sees every outcome. */
   observability?: MiddlewareObj<KeySyncEvent, KeySyncResult, Error, Context>[]
 }
 
-export type SkipReason = 'coalesced' | 'other-stage' | 'lease-held'
+export type SkipReason = 'other-stage' | 'lease-held' | 'stack-delete'
 
 export interface KeySyncResult {
-  /** Why nothing ran: an event right after a run, another stage's change, a run in progress. */
+  /** Why nothing ran: another stage's change, a run in progress (it reads what this one named). */
   skipped: SkipReason | false
+  /** Entries of the plans read (every valid key, after a read of every plan). */
   upserted: number
   /** Items written because they were new or changed. */
   written: number
   deleted: number
-  /** Removals the guard withheld (a mass removal not yet agreed or confirmed). */
+  /** Removals the guard withheld (see removal-guard.ts). */
   heldRemovals: number
   /** Whether the stage's authorizer cache was flushed after this run. */
   cacheFlushed: boolean
   refusedPlans: number
   refusedKeys: number
   managementCalls: number
+  /** Stage plans whose keys were read, and whether that was every plan of the stage. */
+  plansRead: number
+  complete: boolean
 }
 
 /** The counts of a run that did nothing. */
@@ -128,11 +145,11 @@ export const NOTHING_DONE: Omit<KeySyncResult, 'skipped'> = {
   refusedPlans: 0,
   refusedKeys: 0,
   managementCalls: 0,
+  plansRead: 0,
+  complete: false,
 }
 
 const skipped = (reason: SkipReason): KeySyncResult => ({ skipped: reason, ...NOTHING_DONE })
-
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** Every string in a CloudTrail event's requestParameters (ids of plans and keys among them). */
 const stringsIn = (value: unknown, depth = 0): string[] => {
@@ -141,206 +158,384 @@ const stringsIn = (value: unknown, depth = 0): string[] => {
   return Object.values(value).flatMap((child) => stringsIn(child, depth + 1))
 }
 
-const isConfirmation = (event: unknown): event is ConfirmRemovalsEvent =>
-  typeof (event as { confirmRemovals?: unknown } | null)?.confirmRemovals === 'number'
+/** The plan and key ids a management event names, ARNs included (never key values: too long). */
+const idsIn = (requestParameters: unknown): string[] => {
+  const ids = new Set<string>()
+  for (const value of stringsIn(requestParameters)) {
+    if (ID_PATTERN.test(value)) ids.add(value)
+    for (const match of value.matchAll(ARN_ID)) ids.add(match[1] as string)
+  }
+  return [...ids].sort()
+}
+
+const isConfirmation = (event: unknown): event is { confirmRemovals: unknown } =>
+  typeof event === 'object' && event !== null && 'confirmRemovals' in event
+
+const remainingMs = (context: Context | undefined): number =>
+  context?.getRemainingTimeInMillis?.() ?? FUNCTION_TIMEOUT_SECONDS.keySync * 1_000
+
+/** One pass's outcome, summed over a run's passes. */
+const addUp = (a: KeySyncResult, b: KeySyncResult): KeySyncResult => ({
+  skipped: false,
+  upserted: a.upserted + b.upserted,
+  written: a.written + b.written,
+  deleted: a.deleted + b.deleted,
+  heldRemovals: a.heldRemovals + b.heldRemovals,
+  cacheFlushed: a.cacheFlushed || b.cacheFlushed,
+  refusedPlans: Math.max(a.refusedPlans, b.refusedPlans),
+  refusedKeys: a.refusedKeys + b.refusedKeys,
+  managementCalls: a.managementCalls + b.managementCalls,
+  plansRead: a.plansRead + b.plansRead,
+  complete: a.complete || b.complete,
+})
 
 /**
- * Rebuilds the stage's key mirror from API Gateway, one run at a time (a lease in the mirror
- * table), and never from a read it cannot trust:
- * 1. A read that contradicts itself writes nothing and fails (the source throws).
- * 2. Puts come before deletes; a mass removal is held (see removal-guard.ts) and alarmed.
- * 3. After a run that changed the mirror, the stage's authorizer cache is flushed, so a change
- *    applies within a sync with no cache TTL on top (a failed flush is retried by the next run).
+ * Keeps the stage's key mirror equal to API Gateway, one run at a time (a lease in the mirror
+ * table), within a time budget, and never from a read it cannot trust:
+ * 1. Each run reads the plan and key listings whole, then the keys of plans named by management
+ *    events, then as many other plans as its budget allows, going on where the last run stopped:
+ *    a few hundred plans are all read every run; at AWS's ceilings a rotation spans runs.
+ * 2. A read that contradicts itself writes nothing and fails (the source throws).
+ * 3. Puts come before deletes; removals that look like a bad read or a console slip are held
+ *    (removal-guard.ts) and alarmed.
+ * 4. After a run that changed the mirror, the stage's authorizer cache is flushed.
+ * 5. Ids named by events that arrive while a run holds the lease are read by that run, or by
+ *    the next one it starts itself, before it returns: no change waits for the schedule.
  * A failure is counted, logged and rethrown: the next run retries, and the mirror keeps what the
  * last successful run wrote. Every success is counted, so a schedule that stops alarms.
  */
 export const keySyncHandler = (deps: KeySyncDependencies) => {
   const { source, mirror, state, flusher, logger, metrics, clock, sendResponse } = deps
-  const sleep = deps.sleep ?? defaultSleep
-  const minEventIntervalMs = deps.minEventIntervalMs ?? MIN_EVENT_INTERVAL_MS
-  let lastSuccessStartedAt: number | undefined
 
-  const acquireLease = async (owner: string, waitForLease: boolean) => {
-    for (let attempt = 1; ; attempt += 1) {
-      const current = await state.acquire(owner, clock(), LEASE_MS)
-      if (current || !waitForLease || attempt >= DEPLOY_LEASE_WAIT.attempts) return current
-      await sleep(DEPLOY_LEASE_WAIT.delayMs)
+  /** One read of API Gateway applied to the mirror: puts, then the removals the guard allows. */
+  const pass = async (
+    trigger: string,
+    previous: KeySyncState,
+    read: ReadOptions,
+    held: KeySyncState['heldRemovals'],
+    confirmed: ReadonlySet<string> | undefined,
+    startedAt: number,
+  ) => {
+    const snapshot = await source.read(read)
+    reportRefusals(snapshot)
+    const validPlans = new Set(snapshot.validPlans.keys())
+    const plansRead = new Set(snapshot.plansRead)
+    const diff = await mirror.diff(snapshot.entries, {
+      complete: snapshot.complete,
+      plansRead,
+      validPlans,
+    })
+    const moved = await movedEntries(snapshot, diff.staleItems)
+    const movedHashes = new Set(moved.map(({ keyHash }) => keyHash))
+    const staleItems = diff.staleItems.filter(({ keyHash }) => !movedHashes.has(keyHash))
+    const decision = decideRemovals({
+      mirrorSize: diff.mirrorSize,
+      planSizes: diff.planSizes,
+      staleItems,
+      validPlans,
+      judged: (group) =>
+        snapshot.complete ||
+        group === WHOLE_MIRROR ||
+        plansRead.has(group) ||
+        !validPlans.has(group),
+      held: held ?? {},
+      nowMs: startedAt,
+      ...(confirmed ? { confirmedKeyIds: confirmed } : {}),
+    })
+    for (const group of decision.groups) reportGroup(trigger, group)
+    if (decision.lostPlans.length > 0) {
+      logger.error('Usage plans with mirrored keys are no longer valid plans of this stage', {
+        usagePlanIds: decision.lostPlans,
+      })
     }
+    const changed = [...diff.changed, ...moved]
+    const applied = await mirror.apply(
+      { entries: diff.entries, changed, stale: staleItems.map(({ keyHash }) => keyHash) },
+      new Date(startedAt).toISOString(),
+      { remove: decision.remove },
+    )
+    const result: KeySyncResult = {
+      skipped: false,
+      ...applied,
+      heldRemovals: decision.withheld,
+      cacheFlushed: false,
+      refusedPlans: snapshot.refusedPlans.length,
+      refusedKeys: snapshot.refusedKeyIds.length,
+      managementCalls: snapshot.managementCalls,
+      plansRead: snapshot.plansRead.length,
+      complete: snapshot.complete,
+    }
+    return {
+      result,
+      snapshot,
+      held: decision.held,
+      lostPlans: decision.lostPlans.length,
+      stageIds: snapshot.complete
+        ? snapshot.stageIds
+        : [...new Set([...(previous.stageIds ?? []), ...snapshot.stageIds])].sort(),
+    }
+  }
+
+  /**
+   * Mirrored keys that left the plans read but still exist and work: in a read of every plan
+   * they are gone from the stage; otherwise they may be on a plan this run did not read, and
+   * one call finds out (a key moved between plans never stops working on the way).
+   */
+  const movedEntries = async (
+    snapshot: KeySourceSnapshot,
+    staleItems: readonly { keyHash: string; keyId: string }[],
+  ): Promise<KeyMirrorEntry[]> => {
+    if (snapshot.complete || !source.validPlansOfKey) return []
+    const found: KeyMirrorEntry[] = []
+    let lookups = 0
+    for (const { keyHash, keyId } of staleItems) {
+      const key = snapshot.keys.get(keyId)
+      if (!key?.usable || key.keyHash !== keyHash) continue
+      lookups += 1
+      if (lookups > MAX_MOVED_LOOKUPS) break
+      const [planId] = await source.validPlansOfKey(keyId)
+      const grant = planId === undefined ? undefined : snapshot.validPlans.get(planId)
+      if (planId && grant) {
+        found.push({
+          keyHash,
+          keyId,
+          enabled: true,
+          plan: grant.plan,
+          perMinute: grant.limits.perMinute,
+          perDay: grant.limits.perDay,
+          usagePlanId: planId,
+        })
+      }
+    }
+    return found
+  }
+
+  const reportRefusals = (snapshot: KeySourceSnapshot) => {
+    for (const { usagePlanId, reason } of snapshot.refusedPlans) {
+      logger.error('Usage plan refused: its keys get 401', { usagePlanId, reason })
+    }
+    if (snapshot.refusedKeyIds.length > 0) {
+      logger.warn('Keys refused for their plan tags', {
+        count: snapshot.refusedKeyIds.length,
+        keyIds: snapshot.refusedKeyIds.slice(0, MAX_LOGGED_KEY_IDS),
+      })
+    }
+    if (snapshot.stagePlans === 0) {
+      // Legitimate only if every plan was detached on purpose; a wrong REST_API_ID looks the same.
+      logger.warn('No usage plan is attached to this API stage')
+    }
+  }
+
+  const reportGroup = (trigger: string, group: GroupDecision) => {
+    const fields = {
+      trigger,
+      group: group.group,
+      cause: group.cause,
+      removals: group.keyIds.length,
+      keyIds: group.keyIds.slice(0, MAX_LOGGED_KEY_IDS),
+    }
+    if (group.outcome === 'held') {
+      logger.error('Key sync withheld a removal: confirm it or wait for runs to agree', {
+        ...fields,
+        firstSeenAt: new Date(group.firstSeenAt).toISOString(),
+        confirm: { confirmRemovals: group.keyIds },
+      })
+    } else logger.warn('Key sync applies a held removal', { ...fields, reason: group.outcome })
+  }
+
+  /** One run under the lease: passes until the budget is spent or nothing named is left. */
+  const runUnderLease = async (
+    trigger: string,
+    owner: string,
+    previous: KeySyncState,
+    endBy: number,
+    confirmed: ReadonlySet<string> | undefined,
+  ): Promise<KeySyncResult> => {
+    const startedAt = clock()
+    let held = previous.heldRemovals
+    const taken = new Set(previous.pendingIds ?? [])
+    const first = await pass(
+      trigger,
+      previous,
+      {
+        deadlineMs: Math.min(endBy, startedAt + RUN_BUDGET.rotationMs),
+        priorityIds: [...taken],
+        ...(previous.cursor !== undefined ? { cursor: previous.cursor } : {}),
+      },
+      held,
+      confirmed,
+      startedAt,
+    )
+    let total = first.result
+    held = first.held
+    let stageIds = first.stageIds
+    let lostPlans = first.lostPlans
+    // Ids named while this run read: read them now, after the events that named them.
+    for (;;) {
+      const fresh = ((await state.get()).pendingIds ?? []).filter((id) => !taken.has(id))
+      if (fresh.length === 0 || clock() + RUN_BUDGET.minPassMs > endBy) break
+      for (const id of fresh) taken.add(id)
+      const next = await pass(
+        trigger,
+        { ...previous, stageIds },
+        { deadlineMs: endBy, priorityIds: fresh, onlyNamed: true },
+        held,
+        confirmed,
+        clock(),
+      )
+      total = addUp(total, next.result)
+      held = next.held
+      stageIds = next.stageIds
+      lostPlans = Math.max(lostPlans, next.lostPlans)
+    }
+
+    let flushPending = previous.flushPending === true || total.written + total.deleted > 0
+    if (flushPending) {
+      try {
+        await flusher.flush()
+        flushPending = false
+        total = { ...total, cacheFlushed: true }
+      } catch (error) {
+        // The mirror is right; cached decisions may outlive it until the next run's flush.
+        metrics.addMetric(KEY_SYNC_METRICS.cacheFlushFailures, MetricUnit.Count, 1)
+        logger.error('Authorizer cache flush failed: the next run retries it', {
+          error: withOriginalStack(error),
+        })
+      }
+    }
+    const lastCompleteAt = first.snapshot.complete ? startedAt : previous.lastCompleteAt
+    await state.complete(owner, {
+      ...(held && Object.keys(held).length > 0 ? { heldRemovals: held } : {}),
+      ...(first.snapshot.cursor !== undefined ? { cursor: first.snapshot.cursor } : {}),
+      ...(lastCompleteAt !== undefined ? { lastCompleteAt } : {}),
+      flushPending,
+      stageIds,
+      lastSuccessAt: startedAt,
+      pendingIds: [...taken],
+    })
+    logger.info('Key mirror synced', {
+      trigger,
+      ...total,
+      stagePlans: first.snapshot.stagePlans,
+      disabledKeys: first.snapshot.disabledKeys,
+      durationMs: clock() - startedAt,
+    })
+    metrics.addMetric(KEY_SYNC_METRICS.keysMirrored, MetricUnit.Count, total.upserted)
+    metrics.addMetric(KEY_SYNC_METRICS.keysRemoved, MetricUnit.Count, total.deleted)
+    metrics.addMetric(KEY_SYNC_METRICS.removalsHeld, MetricUnit.Count, total.heldRemovals)
+    metrics.addMetric(KEY_SYNC_METRICS.invalidPlans, MetricUnit.Count, total.refusedPlans)
+    metrics.addMetric(KEY_SYNC_METRICS.plansLost, MetricUnit.Count, lostPlans)
+    metrics.addMetric(KEY_SYNC_METRICS.refusedKeys, MetricUnit.Count, total.refusedKeys)
+    metrics.addMetric(KEY_SYNC_METRICS.managementCalls, MetricUnit.Count, total.managementCalls)
+    if (lastCompleteAt !== undefined) {
+      metrics.addMetric(
+        KEY_SYNC_METRICS.rotationAge,
+        MetricUnit.Seconds,
+        Math.round((clock() - lastCompleteAt) / 1_000),
+      )
+    }
+    metrics.addMetric(KEY_SYNC_METRICS.failures, MetricUnit.Count, 0)
+    metrics.addMetric(KEY_SYNC_METRICS.succeeded, MetricUnit.Count, 1)
+    return total
   }
 
   const sync = async (
     trigger: string,
-    options: { waitForLease?: boolean; confirmedCount?: number } = {},
+    context: Context | undefined,
+    confirmed?: ReadonlySet<string>,
   ): Promise<KeySyncResult> => {
-    const startedAt = clock()
-    const owner = randomUUID()
-    const previous = await acquireLease(owner, options.waitForLease === true)
-    if (!previous) {
-      logger.info('Key sync skipped: another run holds the lease', { trigger })
-      return skipped('lease-held')
-    }
-    try {
-      const snapshot = await source.read()
-      for (const { usagePlanId, reason } of snapshot.refusedPlans) {
-        logger.error('Usage plan refused: its keys get 401', { usagePlanId, reason })
-      }
-      if (snapshot.refusedKeyIds.length > 0) {
-        logger.warn('Keys refused for their plan tags', {
-          count: snapshot.refusedKeyIds.length,
-          keyIds: snapshot.refusedKeyIds.slice(0, MAX_LOGGED_KEY_IDS),
-        })
-      }
-      if (snapshot.stagePlans === 0) {
-        // Legitimate only if every plan was detached on purpose; a wrong REST_API_ID looks the same.
-        logger.warn('No usage plan is attached to this API stage')
-      }
-
-      const diff = await mirror.diff(snapshot.entries)
-      const decision = decideRemovals({
-        mirrorSize: diff.mirrorSize,
-        stale: diff.stale,
-        held: previous.heldRemoval,
-        nowMs: startedAt,
-        ...(options.confirmedCount !== undefined ? { confirmedCount: options.confirmedCount } : {}),
-      })
-      if (!decision.remove) {
-        logger.error('Key sync withheld a mass removal: confirm it or wait for runs to agree', {
+    const endBy = clock() + remainingMs(context) - RUN_BUDGET.reserveMs
+    let total: KeySyncResult | undefined
+    // Runs again while events left ids behind after a run gave the lease up (their own run found
+    // the lease taken and returned), as long as the budget allows a pass.
+    do {
+      const owner = randomUUID()
+      const previous = await state.acquire(owner, clock(), LEASE_MS)
+      if (!previous) {
+        if (total) break
+        logger.info('Key sync skipped: another run holds the lease and reads what this named', {
           trigger,
-          mirrorSize: diff.mirrorSize,
-          removals: diff.stale.length,
-          firstSeenAt: new Date(decision.held.firstSeenAt).toISOString(),
-          confirm: { confirmRemovals: diff.stale.length },
         })
-      } else if (decision.reason === 'agreed' || decision.reason === 'confirmed') {
-        logger.warn('Key sync applies a mass removal', {
-          trigger,
-          reason: decision.reason,
-          removals: diff.stale.length,
-        })
+        return skipped('lease-held')
       }
-      const { upserted, written, deleted } = await mirror.apply(
-        diff,
-        new Date(startedAt).toISOString(),
-        { removeStale: decision.remove },
-      )
-
-      let flushPending = previous.flushPending === true || written + deleted > 0
-      let cacheFlushed = false
-      if (flushPending) {
-        try {
-          await flusher.flush()
-          flushPending = false
-          cacheFlushed = true
-        } catch (error) {
-          // The mirror is right; cached decisions may outlive it until the next run's flush.
-          metrics.addMetric(KEY_SYNC_METRICS.cacheFlushFailures, MetricUnit.Count, 1)
-          logger.error('Authorizer cache flush failed: the next run retries it', {
-            error: withOriginalStack(error),
-          })
-        }
-      }
-      await state.complete(owner, {
-        ...(decision.remove ? {} : { heldRemoval: decision.held }),
-        flushPending,
-        stageIds: snapshot.stageIds,
-        lastSuccessAt: startedAt,
-      })
-      lastSuccessStartedAt = startedAt
-      const result: KeySyncResult = {
-        skipped: false,
-        upserted,
-        written,
-        deleted,
-        heldRemovals: decision.remove ? 0 : diff.stale.length,
-        cacheFlushed,
-        refusedPlans: snapshot.refusedPlans.length,
-        refusedKeys: snapshot.refusedKeyIds.length,
-        managementCalls: snapshot.managementCalls,
-      }
-      logger.info('Key mirror synced', {
-        trigger,
-        ...result,
-        stagePlans: snapshot.stagePlans,
-        disabledKeys: snapshot.disabledKeys,
-        durationMs: clock() - startedAt,
-      })
-      metrics.addMetric(KEY_SYNC_METRICS.keysMirrored, MetricUnit.Count, upserted)
-      metrics.addMetric(KEY_SYNC_METRICS.keysRemoved, MetricUnit.Count, deleted)
-      metrics.addMetric(KEY_SYNC_METRICS.removalsHeld, MetricUnit.Count, result.heldRemovals)
-      metrics.addMetric(KEY_SYNC_METRICS.invalidPlans, MetricUnit.Count, result.refusedPlans)
-      metrics.addMetric(KEY_SYNC_METRICS.refusedKeys, MetricUnit.Count, result.refusedKeys)
-      metrics.addMetric(KEY_SYNC_METRICS.managementCalls, MetricUnit.Count, result.managementCalls)
-      metrics.addMetric(KEY_SYNC_METRICS.failures, MetricUnit.Count, 0)
-      metrics.addMetric(KEY_SYNC_METRICS.succeeded, MetricUnit.Count, 1)
-      return result
-    } catch (error) {
-      await state.release(owner).catch(() => undefined)
-      metrics.addMetric(KEY_SYNC_METRICS.failures, MetricUnit.Count, 1)
-      logger.error('Key sync failed: the previous mirror stays in place', {
-        trigger,
-        error: withOriginalStack(error),
-      })
-      throw error
-    }
-  }
-
-  /** The deploy's sync: CloudFormation always gets an answer, or it would wait for its timeout. */
-  const deploySync = async (event: CloudFormationCustomResourceEvent) => {
-    let answer: CustomResourceAnswer = { status: 'SUCCESS' }
-    let result: KeySyncResult | undefined
-    if (event.RequestType !== 'Delete') {
       try {
-        result = await sync(`CloudFormation ${event.RequestType}`, { waitForLease: true })
-        answer = {
-          status: 'SUCCESS',
-          data: { keysMirrored: result.upserted, skipped: String(result.skipped) },
-        }
+        const result = await runUnderLease(trigger, owner, previous, endBy, confirmed)
+        total = total ? addUp(total, result) : result
       } catch (error) {
-        answer = { status: 'FAILED', reason: `Key sync failed: ${(error as Error).message}` }
+        await state.release(owner).catch(() => undefined)
+        metrics.addMetric(KEY_SYNC_METRICS.failures, MetricUnit.Count, 1)
+        logger.error('Key sync failed: the previous mirror stays in place', {
+          trigger,
+          error: withOriginalStack(error),
+        })
+        throw error
       }
-    }
-    await sendResponse(event.ResponseURL, customResourceResponse(event, answer))
-    return result ?? skipped('lease-held')
+    } while (
+      ((await state.get()).pendingIds ?? []).length > 0 &&
+      clock() + RUN_BUDGET.minPassMs <= endBy
+    )
+    return total
   }
 
-  /** A management event another stage's change caused, or coalesced into the last run. */
-  const skipReasonOf = async (
-    event: EventBridgeEvent<string, unknown>,
-  ): Promise<SkipReason | undefined> => {
-    const startedAt = clock()
-    if (
-      lastSuccessStartedAt !== undefined &&
-      startedAt - lastSuccessStartedAt < minEventIntervalMs
-    ) {
-      return 'coalesced'
+  /**
+   * The deploy's sync answers CloudFormation first, always SUCCESS, then syncs: a slow or failing
+   * sync is alarmed and retried by the schedule, never a failed deploy or a stuck rollback. The
+   * plans the template names are read first. Delete (a stack deletion or a rollback's cleanup)
+   * only answers.
+   */
+  const deploySync = async (event: CloudFormationCustomResourceEvent, context: Context) => {
+    const answer: CustomResourceAnswer = { status: 'SUCCESS' }
+    try {
+      await sendResponse(event.ResponseURL, customResourceResponse(event, answer))
+    } catch (error) {
+      logger.error('Could not answer CloudFormation', { error: withOriginalStack(error) })
     }
-    const detail = event.detail as { eventName?: unknown; requestParameters?: unknown } | undefined
-    if (typeof detail?.eventName !== 'string' || !SCOPED_EVENT_NAMES.has(detail.eventName)) {
-      return undefined
+    if (event.RequestType === 'Delete') return skipped('stack-delete')
+    const planIds = (event.ResourceProperties as { UsagePlanIds?: unknown }).UsagePlanIds
+    await state.addPending(
+      Array.isArray(planIds) ? planIds.filter((id): id is string => typeof id === 'string') : [],
+    )
+    return sync(`CloudFormation ${event.RequestType}`, context)
+  }
+
+  /** A management event another stage's change caused. */
+  const isOtherStage = async (detail: { eventName?: unknown; requestParameters?: unknown }) => {
+    if (typeof detail.eventName !== 'string' || !SCOPED_EVENT_NAMES.has(detail.eventName)) {
+      return false
     }
     const { stageIds } = await state.get()
-    if (!stageIds) return undefined
+    if (!stageIds) return false
     const known = new Set(stageIds)
-    return stringsIn(detail.requestParameters).some((value) => known.has(value))
-      ? undefined
-      : 'other-stage'
+    return !stringsIn(detail.requestParameters).some((value) => known.has(value))
   }
 
   return middy<KeySyncEvent, KeySyncResult, Error, Context>()
     .use(deps.observability ?? [])
-    .handler(async (event) => {
-      if (isCustomResourceEvent(event)) return deploySync(event)
+    .handler(async (event, context) => {
+      if (isCustomResourceEvent(event)) return deploySync(event, context)
       if (isConfirmation(event)) {
-        return sync('operator confirmation', { confirmedCount: event.confirmRemovals })
+        const ids = event.confirmRemovals
+        if (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string')) {
+          logger.error(
+            'confirmRemovals takes the key ids the held removal lists; nothing confirmed',
+          )
+          return sync('operator confirmation (invalid)', context)
+        }
+        return sync('operator confirmation', context, new Set(ids))
       }
       const trigger = event?.['detail-type'] ?? 'unknown'
       if (trigger === MANAGEMENT_EVENT) {
-        const reason = await skipReasonOf(event)
-        if (reason) {
-          logger.info('Key sync skipped', { trigger, reason })
-          return skipped(reason)
+        const detail = (event.detail ?? {}) as {
+          eventName?: unknown
+          requestParameters?: unknown
         }
+        if (await isOtherStage(detail)) {
+          logger.info('Key sync skipped', { trigger, reason: 'other-stage' })
+          return skipped('other-stage')
+        }
+        // Recorded before the lease is tried: a run holding it reads them before it returns.
+        await state.addPending(idsIn(detail.requestParameters))
       }
-      return sync(trigger)
+      return sync(trigger, context)
     })
 }

@@ -62,6 +62,11 @@ const ONE_MINUTE = Duration.minutes(1)
 
 /** Removed keys in 5 minutes that alarm: far above day-to-day revocations, far below a stage. */
 const KEYS_REMOVED_ALARM_THRESHOLD = 10
+/**
+ * A rotation through every plan takes about 5 minutes at 1,000 plans (docs/capacity.md): three
+ * times that without one is a sync that no longer gets round.
+ */
+const ROTATION_AGE_ALARM_MINUTES = 15
 const FIVE_MINUTES = Duration.minutes(5)
 
 /** Every DynamoDB operation a function is allowed to call (see TABLE_ACTIONS). */
@@ -198,13 +203,35 @@ export class PetstoreMonitoring extends Construct {
         treatMissingData: TreatMissingData.BREACHING,
       }),
       new Alarm(this, 'KeySyncRemovalsHeldAlarm', {
-        alarmDescription: `Petstore ${stage}: the key sync withheld the removal of more than half of the stage's keys (a bad read of API Gateway, or a mass revocation). It applies once runs spanning 5 minutes agree; to apply it now, invoke the KeySyncFunctionName output with {"confirmRemovals": <count>} (the count is in the /petstore/${stage}/key-sync log).`,
+        alarmDescription: `Petstore ${stage}: the key sync withheld a removal of keys: more than half of the stage's keys, all or most keys of a plan, or the keys of a plan that lost its tags or its stage. It applies once runs spanning 5 minutes agree; to apply it now, invoke the KeySyncFunctionName output with the "confirm" payload the /petstore/${stage}/key-sync log line gives ({"confirmRemovals": [<key ids>]}).`,
         metric: keySyncMetric(KEY_SYNC_METRICS.removalsHeld).with({
           statistic: 'Maximum',
           period: ONE_MINUTE,
         }),
         threshold: 1,
         comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+      new Alarm(this, 'KeySyncPlansLostAlarm', {
+        alarmDescription: `Petstore ${stage}: a usage plan that has keys in the key mirror is no longer a valid plan of the stage (its petstore:plan tags were removed or mistyped, it was detached from the stage or deleted, or a read of API Gateway missed it). Its keys are held, not removed; the /petstore/${stage}/key-sync log names the plan.`,
+        metric: keySyncMetric(KEY_SYNC_METRICS.plansLost).with({
+          statistic: 'Maximum',
+          period: ONE_MINUTE,
+        }),
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+      new Alarm(this, 'KeySyncRotationAgeAlarm', {
+        alarmDescription: `Petstore ${stage}: no key sync has read every usage plan of the stage for ${ROTATION_AGE_ALARM_MINUTES} minutes. Changes named by management events still apply; a change no event announced waits for the rotation. See /petstore/${stage}/key-sync.`,
+        metric: keySyncMetric(KEY_SYNC_METRICS.rotationAge).with({
+          statistic: 'Minimum',
+          period: FIVE_MINUTES,
+        }),
+        threshold: ROTATION_AGE_ALARM_MINUTES * 60,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
         evaluationPeriods: 1,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       }),
@@ -337,6 +364,7 @@ export class PetstoreMonitoring extends Construct {
             KEY_SYNC_METRICS.succeeded,
             KEY_SYNC_METRICS.failures,
             KEY_SYNC_METRICS.invalidPlans,
+            KEY_SYNC_METRICS.plansLost,
             KEY_SYNC_METRICS.refusedKeys,
             KEY_SYNC_METRICS.removalsHeld,
             KEY_SYNC_METRICS.cacheFlushFailures,

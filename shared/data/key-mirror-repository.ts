@@ -30,15 +30,37 @@ export interface KeyMirrorRepositoryOptions {
   sleep?: (ms: number) => Promise<void>
 }
 
+/** A mirrored key that no entry names any more. */
+export interface StaleItem {
+  keyHash: string
+  keyId: string
+  /** The plan the mirror has it on. */
+  usagePlanId: string
+}
+
+/**
+ * Which mirrored keys a run's entries speak for: all of them after a read of every plan, else
+ * those of the plans read and of plans that are no longer valid stage plans.
+ */
+export interface DiffScope {
+  complete: boolean
+  plansRead: ReadonlySet<string>
+  validPlans: ReadonlySet<string>
+}
+
 /** How the mirror differs from what API Gateway says now (see KeyMirrorRepository.diff). */
 export interface MirrorDiff {
   entries: KeyMirrorEntry[]
   /** Keys in the mirror before the run. */
   mirrorSize: number
+  /** Keys in the mirror before the run, by the usage plan they are on. */
+  planSizes: ReadonlyMap<string, number>
   /** Entries that are new or whose grant changed. */
   changed: KeyMirrorEntry[]
-  /** Hashes of mirrored keys no entry names any more, sorted. */
+  /** Hashes of mirrored keys in scope that no entry names any more, sorted. */
   stale: string[]
+  /** The same keys, with their id and plan. */
+  staleItems: StaleItem[]
 }
 
 export interface ReplaceAllResult {
@@ -107,7 +129,7 @@ export class KeyMirrorRepository {
    * times a day) and the key hashes no entry names any more. One scan reads the table: one small
    * item per key of one stage.
    */
-  async diff(entries: KeyMirrorEntry[]): Promise<MirrorDiff> {
+  async diff(entries: KeyMirrorEntry[], scope?: DiffScope): Promise<MirrorDiff> {
     const wanted = new Set<string>()
     for (const entry of entries) {
       // BatchWriteItem refuses two requests for one key in a batch; the source never sends them.
@@ -115,32 +137,52 @@ export class KeyMirrorRepository {
       wanted.add(entry.keyHash)
     }
     const existing = await this.#scanItems()
+    const planSizes = new Map<string, number>()
+    for (const item of existing.values()) {
+      const planId = String(item.usagePlanId)
+      planSizes.set(planId, (planSizes.get(planId) ?? 0) + 1)
+    }
+    const inScope = (item: Item) =>
+      scope === undefined ||
+      scope.complete ||
+      scope.plansRead.has(String(item.usagePlanId)) ||
+      !scope.validPlans.has(String(item.usagePlanId))
+    const staleItems = [...existing]
+      .filter(([keyHash, item]) => !wanted.has(keyHash) && inScope(item))
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([keyHash, item]) => ({
+        keyHash,
+        keyId: String(item.keyId),
+        usagePlanId: String(item.usagePlanId),
+      }))
     return {
       entries,
       mirrorSize: existing.size,
+      planSizes,
       changed: entries.filter((entry) => {
         const item = existing.get(entry.keyHash)
         return item === undefined || !sameGrant(item, entry)
       }),
-      stale: [...existing.keys()].filter((keyHash) => !wanted.has(keyHash)).sort(),
+      stale: staleItems.map(({ keyHash }) => keyHash),
+      staleItems,
     }
   }
 
   /**
-   * Writes each new or changed entry stamped `syncedAt`, then (unless `removeStale` is false)
-   * deletes the stale items, so a key deleted, disabled or detached from its plan stops working.
+   * Writes each new or changed entry stamped `syncedAt`, then deletes the stale items (or those
+   * of them `remove` names: the removal guard's choice), so a key deleted, disabled or detached from its plan stops working.
    * Puts come first: a run cut short never leaves a key missing that should be there. Not atomic:
    * a failure part-way leaves a mix, which the next run repairs.
    */
   async apply(
-    { entries, changed, stale }: MirrorDiff,
+    { entries, changed, stale }: Pick<MirrorDiff, 'entries' | 'changed' | 'stale'>,
     syncedAt: string,
-    { removeStale = true }: { removeStale?: boolean } = {},
+    { remove = stale }: { remove?: readonly string[] } = {},
   ): Promise<ReplaceAllResult> {
     await this.#batchWrite(
       changed.map((entry) => ({ PutRequest: { Item: { ...entry, syncedAt } } })),
     )
-    const removed = removeStale ? stale : []
+    const removed = remove
     await this.#batchWrite(
       removed.map((keyHash) => ({
         DeleteRequest: { Key: { [KEY_MIRROR_TABLE.partitionKey]: keyHash } },

@@ -19,7 +19,17 @@ export interface HeldRemoval {
 
 /** What one sync run leaves for the next, in the mirror table's `#key-sync` item. */
 export interface KeySyncState {
-  heldRemoval?: HeldRemoval
+  /** Removals withheld, by group (a usage plan id, or `*` for the whole mirror). */
+  heldRemovals?: Record<string, HeldRemoval>
+  /** Where the rotation through the stage's plans stopped (the last plan id read). */
+  cursor?: string
+  /** When the last rotation through every plan ended (ms since the epoch). */
+  lastCompleteAt?: number
+  /**
+   * Plan and key ids named by management events not yet read by a run: a run reads them first,
+   * and a run that ends with some left takes the lease again.
+   */
+  pendingIds?: string[]
   /** The mirror changed but the authorizer cache could not be flushed: the next run retries. */
   flushPending?: boolean
   /**
@@ -47,16 +57,35 @@ const num = (value: unknown): number | undefined =>
       ? value
       : undefined
 
-const toState = (item: Item | undefined): KeySyncState => {
-  if (!item) return {}
-  const held = item.heldRemoval as Item | undefined
+const toHeld = (value: unknown): HeldRemoval | undefined => {
+  const held = value as Item | undefined
   const digest = held?.digest
   const count = num(held?.count)
   const firstSeenAt = num(held?.firstSeenAt)
+  return typeof digest === 'string' && count !== undefined && firstSeenAt !== undefined
+    ? { digest, count, firstSeenAt }
+    : undefined
+}
+
+const toState = (item: Item | undefined): KeySyncState => {
+  if (!item) return {}
+  const heldRemovals: Record<string, HeldRemoval> = {}
+  const heldItem = item.heldRemovals
+  if (typeof heldItem === 'object' && heldItem !== null) {
+    for (const [group, value] of Object.entries(heldItem as Item)) {
+      const held = toHeld(value)
+      if (held) heldRemovals[group] = held
+    }
+  }
   const lastSuccessAt = num(item.lastSuccessAt)
+  const lastCompleteAt = num(item.lastCompleteAt)
+  const pending = item.pendingIds
   return {
-    ...(typeof digest === 'string' && count !== undefined && firstSeenAt !== undefined
-      ? { heldRemoval: { digest, count, firstSeenAt } }
+    ...(Object.keys(heldRemovals).length > 0 ? { heldRemovals } : {}),
+    ...(typeof item.rotationCursor === 'string' ? { cursor: item.rotationCursor } : {}),
+    ...(lastCompleteAt !== undefined ? { lastCompleteAt } : {}),
+    ...(pending instanceof Set && pending.size > 0
+      ? { pendingIds: [...pending].map(String).sort() }
       : {}),
     ...(item.flushPending === true ? { flushPending: true } : {}),
     ...(Array.isArray(item.stageIds) ? { stageIds: item.stageIds.map(String) } : {}),
@@ -110,30 +139,56 @@ export class KeySyncStateRepository {
     }
   }
 
-  /** Saves the state a successful run leaves and gives the lease up, in one write. */
+  /**
+   * Adds ids a management event names to the pending set (a string set: concurrent events add,
+   * never overwrite). Needs no lease: the event's own run, or the run holding the lease, reads
+   * them.
+   */
+  async addPending(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return
+    await this.#client.send(
+      new UpdateCommand({
+        TableName: this.#tableName,
+        Key: LEASE_KEY,
+        UpdateExpression: 'ADD pendingIds :ids',
+        ExpressionAttributeValues: { ':ids': new Set(ids) },
+      }),
+    )
+  }
+
+  /**
+   * Saves the state a successful run leaves and gives the lease up, in one write; the pending
+   * ids the run read (`state.pendingIds`) leave the set, ids added meanwhile stay.
+   */
   async complete(owner: string, state: KeySyncState): Promise<void> {
     const set = ['lastSuccessAt = :lastSuccessAt', 'flushPending = :flushPending']
-    const remove = ['leaseOwner', 'leaseExpiresAt']
+    const remove = ['leaseOwner', 'leaseExpiresAt', 'heldRemoval']
     const values: Item = {
       ':owner': owner,
       ':lastSuccessAt': state.lastSuccessAt ?? 0,
       ':flushPending': state.flushPending === true,
+      ':held': state.heldRemovals ?? {},
     }
-    if (state.heldRemoval) {
-      set.push('heldRemoval = :held')
-      values[':held'] = state.heldRemoval
-    } else {
-      remove.push('heldRemoval')
+    set.push('heldRemovals = :held')
+    if (state.cursor !== undefined) {
+      set.push('rotationCursor = :cursor')
+      values[':cursor'] = state.cursor
+    } else remove.push('rotationCursor')
+    if (state.lastCompleteAt !== undefined) {
+      set.push('lastCompleteAt = :lastCompleteAt')
+      values[':lastCompleteAt'] = state.lastCompleteAt
     }
     if (state.stageIds) {
       set.push('stageIds = :stageIds')
       values[':stageIds'] = state.stageIds
     }
+    const drained = state.pendingIds ?? []
+    if (drained.length > 0) values[':drained'] = new Set(drained)
     await this.#client.send(
       new UpdateCommand({
         TableName: this.#tableName,
         Key: LEASE_KEY,
-        UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}`,
+        UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}${drained.length > 0 ? ' DELETE pendingIds :drained' : ''}`,
         ConditionExpression: 'leaseOwner = :owner',
         ExpressionAttributeValues: values,
       }),

@@ -74,6 +74,10 @@ export const KEY_SYNC_METRICS = {
   keysMirrored: 'KeySyncKeysMirrored',
   keysRemoved: 'KeySyncKeysRemoved',
   invalidPlans: 'KeySyncInvalidPlans',
+  /** Plans with mirrored keys that are no longer valid plans of the stage (lost tags or stage). */
+  plansLost: 'KeySyncPlansLost',
+  /** Seconds since the last run that read every plan of the stage. */
+  rotationAge: 'KeySyncRotationAge',
   refusedKeys: 'KeySyncRefusedKeys',
   managementCalls: 'KeySyncManagementCalls',
   failures: 'KeySyncFailures',

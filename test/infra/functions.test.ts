@@ -284,6 +284,7 @@ describe('IAM: least privilege per function', () => {
       [
         ...BASE,
         'apigateway:GET on apigateway:/apikeys',
+        'apigateway:GET on apigateway:/apikeys/*',
         'apigateway:GET on apigateway:/usageplans',
         'apigateway:GET on apigateway:/usageplans/*/keys',
         // FlushStageAuthorizersCache of its own stage, after a run that changed the mirror.

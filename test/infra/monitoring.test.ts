@@ -144,6 +144,25 @@ describe('alarms', () => {
     })
   })
 
+  it('alarms within a minute when a plan with mirrored keys loses its tags or its stage', () => {
+    const alarm = findAlarm(production, `Petstore/production/${KEY_SYNC_METRICS.plansLost}`)
+    expect(alarm).toMatchObject({
+      Statistic: 'Maximum',
+      Period: 60,
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      EvaluationPeriods: 1,
+      TreatMissingData: 'notBreaching',
+    })
+    expect(alarm.Dimensions).toEqual(expect.arrayContaining(keySyncDimensions))
+  })
+
+  it('alarms when no run has read every plan for 15 minutes', () => {
+    expect(
+      findAlarm(production, `Petstore/production/${KEY_SYNC_METRICS.rotationAge}`),
+    ).toMatchObject({ Statistic: 'Minimum', Period: 300, Threshold: 900 })
+  })
+
   it('alarms on 10 or more keys removed within 5 minutes, and on failed cache flushes', () => {
     expect(
       findAlarm(production, `Petstore/production/${KEY_SYNC_METRICS.keysRemoved}`),
@@ -214,8 +233,8 @@ describe('alarms', () => {
   it('notifies the stage topic on alarm and on recovery', () => {
     const [[topicId]] = resourcesOf(production, 'AWS::SNS::Topic') as [[string, CfnResource]]
     const alarms = alarmsOf(production)
-    // 14 stage alarms and, in production, the rollout gates: 2 per operation, 1 for the authorizer.
-    expect(alarms).toHaveLength(21)
+    // 16 stage alarms and, in production, the rollout gates: 2 per operation, 1 for the authorizer.
+    expect(alarms).toHaveLength(23)
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([{ Ref: topicId }])
       expect(alarm.OKActions).toEqual([{ Ref: topicId }])

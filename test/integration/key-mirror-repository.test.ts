@@ -140,7 +140,7 @@ describe('KeyMirrorRepository against DynamoDB', () => {
   it('leaves stale items in place when told to, writing the rest', async () => {
     await repository.replaceAll([entry(1), entry(2)], T1)
     const diff = await repository.diff([entry(3)])
-    expect(await repository.apply(diff, T2, { removeStale: false })).toEqual({
+    expect(await repository.apply(diff, T2, { remove: [] })).toEqual({
       upserted: 1,
       written: 1,
       deleted: 0,

@@ -4,6 +4,7 @@ import { KeyMirrorStore } from '#functions/authorizer/key-mirror-store.ts'
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import type { KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import type {
+  DiffScope,
   KeyMirrorRepository,
   MirrorDiff,
   ReplaceAllResult,
@@ -67,14 +68,14 @@ class SlowMirror {
     return this.#repository
   }
 
-  diff(entries: KeyMirrorEntry[]): Promise<MirrorDiff> {
-    return this.#real().diff(entries)
+  diff(entries: KeyMirrorEntry[], scope?: DiffScope): Promise<MirrorDiff> {
+    return this.#real().diff(entries, scope)
   }
 
   apply(
-    diff: MirrorDiff,
+    diff: Pick<MirrorDiff, 'entries' | 'changed' | 'stale'>,
     syncedAt: string,
-    options?: { removeStale?: boolean },
+    options?: { remove?: readonly string[] },
   ): Promise<ReplaceAllResult> {
     return new Promise((resolve, reject) => {
       this.#held = () => this.#real().apply(diff, syncedAt, options).then(resolve, reject)
@@ -230,6 +231,8 @@ describe.each([
         for (const id of ['key-disabled', 'key-detached', 'key-worst', 'key-kept']) {
           gateway.addKey(id, 'plan-pro')
         }
+        // Three of eight keys go: a revocation, not a removal the per-plan guard would hold.
+        for (const n of [1, 2, 3, 4]) gateway.addKey(`key-spare-${n}`, 'plan-pro')
       },
       // Just after the run at SYNC_PERIOD read API Gateway: the worst moment for a change.
       changes: {

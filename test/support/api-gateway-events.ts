@@ -104,8 +104,12 @@ export const lambdaContext = (
   awsRequestId,
   logGroupName: `/aws/lambda/${functionName}`,
   logStreamName: '2027/03/05/[$LATEST]0123456789abcdef0123456789abcdef',
-  // A fresh invocation of a pet function.
-  getRemainingTimeInMillis: () => FUNCTION_TIMEOUT_SECONDS.getPet * 1_000,
+  // A fresh invocation: of the key sync when named so (its run budget reads this), else of a
+  // pet function.
+  getRemainingTimeInMillis: () =>
+    (functionName.includes('key-sync')
+      ? FUNCTION_TIMEOUT_SECONDS.keySync
+      : FUNCTION_TIMEOUT_SECONDS.getPet) * 1_000,
   done: () => undefined,
   fail: () => undefined,
   succeed: () => undefined,

@@ -57,17 +57,29 @@ export class FakeApiGateway {
   readonly unlistedKeyIds = new Set<string>()
   /** Whether GetUsagePlans answers an empty list (plans momentarily missing from a read). */
   plansMissing = false
+  /** Plans GetUsagePlans leaves out (one plan missing from a page of the listing). */
+  readonly unlistedPlanIds = new Set<string>()
   /** FlushStageAuthorizersCache calls, as `restApiId/stageName`. */
   readonly flushes: string[] = []
   /** Called on every flush (a test's model of API Gateway's authorizer cache). */
   onFlush: (() => void) | undefined
 
   constructor() {
-    this.mock
-      .on(GetUsagePlansCommand)
-      .callsFake(async (input) =>
-        this.#page(this.plansMissing ? [] : [...this.plans.values()], input),
-      )
+    this.mock.on(GetUsagePlansCommand).callsFake(async (input) =>
+      this.#page(
+        this.plansMissing
+          ? []
+          : [...this.plans.values()]
+              .filter((plan) => !this.unlistedPlanIds.has(plan.id ?? ''))
+              // GetUsagePlans' keyId: only the plans the key is on.
+              .filter(
+                (plan) =>
+                  input.keyId === undefined ||
+                  (this.planKeys.get(plan.id ?? '') ?? []).includes(input.keyId),
+              ),
+        input,
+      ),
+    )
     this.mock.on(GetUsagePlanKeysCommand).callsFake(async (input) =>
       this.#page(
         (this.planKeys.get(input.usagePlanId) ?? []).map((id) => ({

@@ -20,7 +20,7 @@ export interface KeySyncHarnessOptions {
 /**
  * The real key sync on a fresh key mirror table: the API Gateway key source and cache flusher
  * over the fake control plane, the mirror and state repositories on the test DynamoDB. Custom
- * resource answers are recorded instead of sent; waits are skipped.
+ * resource answers are recorded instead of sent.
  */
 export const createKeySyncHarness = async ({
   env,
@@ -54,7 +54,6 @@ export const createKeySyncHarness = async ({
     sendResponse: async (_url, body) => {
       responses.push(body)
     },
-    sleep: async () => undefined,
   })
   return {
     handler,

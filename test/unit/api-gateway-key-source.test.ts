@@ -88,14 +88,30 @@ describe('ApiGatewayKeySource', () => {
     expect(JSON.stringify(snapshot)).not.toContain(keyValueOf('key-1'))
   })
 
-  it('fails a read whose key listing lacks a key a stage plan lists, naming its id', async () => {
+  it('uses a key a plan lists that the key listing lacks (created after it) when GetApiKey finds it', async () => {
     gateway.addPlan('plan-pro', { tags: planTags('pro') })
     gateway.addKey('key-1', 'plan-pro')
     gateway.addKey('key-2', 'plan-pro')
     gateway.unlistedKeyIds.add('key-2')
 
+    const snapshot = await sourceFor().read()
+
+    expect(keyIdsOf(snapshot.entries)).toEqual(['key-1', 'key-2'])
+    expect(gateway.mock.commandCalls(GetApiKeyCommand)[0]?.args[0].input).toEqual({
+      apiKey: 'key-2',
+      includeValue: true,
+    })
+  })
+
+  it('fails a read with more such keys than it looks up, naming some', async () => {
+    gateway.addPlan('plan-pro', { tags: planTags('pro') })
+    for (let k = 0; k < 26; k += 1) {
+      gateway.addKey(`key-${k}`, 'plan-pro')
+      gateway.unlistedKeyIds.add(`key-${k}`)
+    }
+
     await expect(sourceFor().read()).rejects.toThrow(
-      'Inconsistent read of API Gateway: 1 key(s) attached to a usage plan of the stage are missing from the key listing (key-2)',
+      /Inconsistent read of API Gateway: 26 key\(s\) attached to a usage plan of the stage are missing from the key listing \(key-0, /,
     )
   })
 
@@ -109,8 +125,60 @@ describe('ApiGatewayKeySource', () => {
 
     expect(keyIdsOf(snapshot.entries)).toEqual(['key-1'])
     expect(snapshot.managementCalls).toBe(4)
-    expect(gateway.mock.commandCalls(GetApiKeyCommand)[0]?.args[0].input).toEqual({
-      apiKey: 'key-deleted',
+  })
+
+  it('fails a listing whose position token repeats, rather than stopping there', async () => {
+    gateway.addPlan('plan-pro', { tags: planTags('pro') })
+    for (let k = 0; k < 3; k += 1) gateway.addKey(`key-${k}`, 'plan-pro')
+    gateway.mock.on(GetApiKeysCommand).resolves({ items: [], position: 'same' })
+
+    await expect(sourceFor(1).read()).rejects.toThrow(
+      "API Gateway's API key listing repeated its position token at page 2",
+    )
+  })
+
+  it('reads plans until its deadline (the first always), and names where the rotation stopped', async () => {
+    for (const id of ['p1', 'p2', 'p3', 'p4']) {
+      gateway.addPlan(id, { tags: planTags('free') })
+      gateway.addKey(`${id}-key`, id)
+    }
+    let now = 0
+    // Each call takes a second of the run's budget.
+    gateway.mock.on(GetUsagePlanKeysCommand).callsFake(async (input) => {
+      now += 1_000
+      return { items: (gateway.planKeys.get(input.usagePlanId) ?? []).map((id) => ({ id })) }
+    })
+    const source = new ApiGatewayKeySource({
+      client: gateway.client,
+      restApiId: FAKE_API_ID,
+      stage: FAKE_STAGE,
+      clock: () => now,
+    })
+
+    const first = await source.read({ deadlineMs: 2_000 })
+    expect(first).toMatchObject({ plansRead: ['p1', 'p2'], complete: false, cursor: 'p2' })
+    expect(keyIdsOf(first.entries)).toEqual(['p1-key', 'p2-key'])
+    // The next run goes on after p2, and wraps around.
+    now = 0
+    const second = await source.read({ deadlineMs: 3_000, cursor: 'p2' })
+    expect(second).toMatchObject({ plansRead: ['p3', 'p4', 'p1'], complete: false, cursor: 'p1' })
+    now = 10_000
+    expect(await source.read({ deadlineMs: 0 })).toMatchObject({ plansRead: ['p1'] })
+    now = 0
+    expect(await source.read({})).toMatchObject({ complete: true, cursor: undefined })
+  })
+
+  it('reads the plans events named first: by plan id, or by the id of a key on them', async () => {
+    for (const id of ['p1', 'p2', 'p3']) gateway.addPlan(id, { tags: planTags('free') })
+    gateway.addKey('k3', 'p3')
+    gateway.addKey('k2', 'p2')
+
+    const snapshot = await sourceFor().read({ priorityIds: ['k3', 'p2'], onlyNamed: true })
+
+    expect(snapshot).toMatchObject({ plansRead: ['p2', 'p3'], complete: false })
+    expect(keyIdsOf(snapshot.entries)).toEqual(['k2', 'k3'])
+    expect(gateway.mock.commandCalls(GetUsagePlansCommand)[1]?.args[0].input).toMatchObject({
+      keyId: 'k3',
     })
   })
 

@@ -1,15 +1,18 @@
 import type { CloudFormationCustomResourceEvent, Context } from 'aws-lambda'
 import { beforeEach, describe, expect, it, vi } from 'vitest'
-import type { KeySource, KeySourceSnapshot } from '#functions/key-sync/api-gateway-key-source.ts'
+import type {
+  KeySource,
+  KeySourceSnapshot,
+  ReadOptions,
+} from '#functions/key-sync/api-gateway-key-source.ts'
 import {
   type KeySyncEvent,
   keySyncHandler,
   type MetricSink,
-  MIN_EVENT_INTERVAL_MS,
 } from '#functions/key-sync/key-sync-handler.ts'
 import type { KeyMirrorEntry, KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
-import type { MirrorDiff, ReplaceAllResult } from '#shared/data/key-mirror-repository.ts'
+import type { DiffScope, MirrorDiff, ReplaceAllResult } from '#shared/data/key-mirror-repository.ts'
 import type { KeySyncState } from '#shared/data/key-sync-state-repository.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
 import { lambdaContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
@@ -30,6 +33,11 @@ const snapshotOf = (
   extra: Partial<KeySourceSnapshot> = {},
 ): KeySourceSnapshot => ({
   entries,
+  plansRead: ['plan-pro'],
+  validPlans: new Map([['plan-pro', { plan: 'pro', limits: { perMinute: 300, perDay: 10_000 } }]]),
+  complete: true,
+  cursor: undefined,
+  keys: new Map(),
   stagePlans: 1,
   refusedPlans: [],
   refusedKeyIds: [],
@@ -44,47 +52,74 @@ class MemoryMirror {
   readonly items = new Map<string, KeyMirrorItem>()
   failure: Error | undefined
 
-  async diff(entries: KeyMirrorEntry[]): Promise<MirrorDiff> {
+  async diff(entries: KeyMirrorEntry[], scope?: DiffScope): Promise<MirrorDiff> {
     const wanted = new Set(entries.map((e) => e.keyHash))
+    const planSizes = new Map<string, number>()
+    for (const item of this.items.values()) {
+      planSizes.set(item.usagePlanId, (planSizes.get(item.usagePlanId) ?? 0) + 1)
+    }
+    const staleItems = [...this.items.values()]
+      .filter((item) => !wanted.has(item.keyHash))
+      .filter(
+        (item) =>
+          !scope ||
+          scope.complete ||
+          scope.plansRead.has(item.usagePlanId) ||
+          !scope.validPlans.has(item.usagePlanId),
+      )
+      .map(({ keyHash, keyId, usagePlanId }) => ({ keyHash, keyId, usagePlanId }))
+      .sort((a, b) => a.keyHash.localeCompare(b.keyHash))
     return {
       entries,
       mirrorSize: this.items.size,
+      planSizes,
       changed: entries.filter((e) => this.items.get(e.keyHash)?.keyId !== e.keyId),
-      stale: [...this.items.keys()].filter((hash) => !wanted.has(hash)).sort(),
+      stale: staleItems.map(({ keyHash }) => keyHash),
+      staleItems,
     }
   }
 
   async apply(
-    diff: MirrorDiff,
+    diff: Pick<MirrorDiff, 'entries' | 'changed' | 'stale'>,
     syncedAt: string,
-    { removeStale = true } = {},
+    { remove = diff.stale }: { remove?: readonly string[] } = {},
   ): Promise<ReplaceAllResult> {
     if (this.failure) throw this.failure
     for (const e of diff.changed) this.items.set(e.keyHash, { ...e, syncedAt })
-    const removed = removeStale ? diff.stale : []
+    const removed = remove
     for (const hash of removed) this.items.delete(hash)
     return { upserted: diff.entries.length, written: diff.changed.length, deleted: removed.length }
   }
 }
 
-/** The state item and its lease, in memory. */
+/** The state item, its lease and its pending ids, in memory. */
 class MemoryState {
   saved: KeySyncState = {}
   leaseOwner: string | undefined
+  readonly pending = new Set<string>()
   reads = 0
 
+  #withPending(): KeySyncState {
+    const state = structuredClone(this.saved)
+    delete state.pendingIds
+    return this.pending.size > 0 ? { ...state, pendingIds: [...this.pending].sort() } : state
+  }
   async get() {
     this.reads += 1
-    return structuredClone(this.saved)
+    return this.#withPending()
+  }
+  async addPending(ids: readonly string[]) {
+    for (const id of ids) this.pending.add(id)
   }
   async acquire(owner: string) {
     if (this.leaseOwner) return undefined
     this.leaseOwner = owner
-    return structuredClone(this.saved)
+    return this.#withPending()
   }
   async complete(owner: string, next: KeySyncState) {
     if (owner !== this.leaseOwner) throw new Error('lease lost')
-    this.saved = structuredClone(next)
+    for (const id of next.pendingIds ?? []) this.pending.delete(id)
+    this.saved = structuredClone({ ...next, pendingIds: undefined })
     this.leaseOwner = undefined
   }
   async release(owner: string) {
@@ -121,15 +156,21 @@ let state: MemoryState
 let flushes: number
 let flushFailure: Error | undefined
 let responses: { url: string; body: Record<string, unknown> }[]
-let sleeps: number[]
+let readOptions: ReadOptions[]
+/** Called during a read, as if something happened while the run read API Gateway. */
+let duringRead: (() => Promise<void>) | undefined
 let logger: ReturnType<typeof fakeLogger>
 let metrics: { addMetric: ReturnType<typeof vi.fn<MetricSink['addMetric']>> }
 let context: Context
 let reads: number
 
 const source: KeySource = {
-  read: async () => {
+  read: async (options = {}) => {
     reads += 1
+    readOptions.push(options)
+    const during = duringRead
+    duringRead = undefined
+    await during?.()
     if (current instanceof Error) throw current
     return current
   },
@@ -152,9 +193,6 @@ const handlerOf = () =>
     sendResponse: async (url, body) => {
       responses.push({ url, body: JSON.parse(body) })
     },
-    sleep: async (ms) => {
-      sleeps.push(ms)
-    },
   })
 
 const metricValues = () =>
@@ -167,11 +205,13 @@ beforeEach(() => {
   flushes = 0
   flushFailure = undefined
   responses = []
-  sleeps = []
+  readOptions = []
+  duringRead = undefined
   reads = 0
   logger = fakeLogger()
   metrics = { addMetric: vi.fn<MetricSink['addMetric']>() }
-  context = lambdaContext('petstore-key-sync')
+  // The key-sync function's 60 s, as Lambda reports them at the start of a run.
+  context = { ...lambdaContext('petstore-key-sync'), getRemainingTimeInMillis: () => 60_000 }
 })
 
 describe('key-sync handler', () => {
@@ -194,6 +234,8 @@ describe('key-sync handler', () => {
       refusedPlans: 0,
       refusedKeys: 0,
       managementCalls: 3,
+      plansRead: 1,
+      complete: true,
     })
     expect([...mirror.items.values()].map((item) => [item.keyId, item.syncedAt])).toEqual([
       ['key-2', '2027-03-05T10:00:00.000Z'],
@@ -253,8 +295,10 @@ describe('key-sync handler', () => {
       [KEY_SYNC_METRICS.keysRemoved]: 0,
       [KEY_SYNC_METRICS.removalsHeld]: 0,
       [KEY_SYNC_METRICS.invalidPlans]: 1,
+      [KEY_SYNC_METRICS.plansLost]: 0,
       [KEY_SYNC_METRICS.refusedKeys]: 2,
       [KEY_SYNC_METRICS.managementCalls]: 4,
+      [KEY_SYNC_METRICS.rotationAge]: 0,
       [KEY_SYNC_METRICS.failures]: 0,
       [KEY_SYNC_METRICS.succeeded]: 1,
     })
@@ -304,9 +348,9 @@ describe('key-sync handler', () => {
     expect(mirror.items.size).toBe(0)
   })
 
-  it('holds a mass removal, alarms on it, and applies it when an operator confirms the count', async () => {
+  it('holds a mass removal, alarms on it, and applies it when an operator names every key', async () => {
     const handler = handlerOf()
-    const keys = Array.from({ length: 12 }, (_, n) => entry(`key-${n}`))
+    const keys = Array.from({ length: 12 }, (_, n) => entry(`key-${String(n).padStart(2, '0')}`))
     current = snapshotOf(keys)
     await handler(scheduledEvent, context)
     current = snapshotOf(keys.slice(0, 4))
@@ -315,43 +359,97 @@ describe('key-sync handler', () => {
     expect(await handler(scheduledEvent, context)).toMatchObject({ deleted: 0, heldRemovals: 8 })
     expect(mirror.items.size).toBe(12)
     expect(metricValues()).toMatchObject({ [KEY_SYNC_METRICS.removalsHeld]: 8 })
+    const removedIds = keys.slice(4).map(({ keyId }) => keyId)
     expect(logger.error).toHaveBeenCalledWith(
-      'Key sync withheld a mass removal: confirm it or wait for runs to agree',
-      expect.objectContaining({ removals: 8, confirm: { confirmRemovals: 8 } }),
+      'Key sync withheld a removal: confirm it or wait for runs to agree',
+      expect.objectContaining({
+        group: '*',
+        cause: 'mirror',
+        removals: 8,
+        confirm: { confirmRemovals: removedIds },
+      }),
     )
 
-    expect(await handler({ confirmRemovals: 7 }, context)).toMatchObject({ deleted: 0 })
-    expect(await handler({ confirmRemovals: 8 }, context)).toMatchObject({
+    // A count, or a list lacking a key it was shown, confirms nothing.
+    expect(await handler({ confirmRemovals: 8 } as never, context)).toMatchObject({ deleted: 0 })
+    expect(await handler({ confirmRemovals: removedIds.slice(1) }, context)).toMatchObject({
+      deleted: 0,
+    })
+    expect(await handler({ confirmRemovals: removedIds }, context)).toMatchObject({
       deleted: 8,
       heldRemovals: 0,
     })
     expect(mirror.items.size).toBe(4)
-    expect(state.saved.heldRemoval).toBeUndefined()
+    expect(state.saved.heldRemovals).toBeUndefined()
   })
 
-  it('coalesces management events right after a successful run; the schedule always runs', async () => {
+  it('reads again, before it returns, what an event named while it was reading', async () => {
     const handler = handlerOf()
-    const event = managementEvent('CreateApiKey', { name: 'alice' })
     current = snapshotOf([entry('key-1')])
-    await handler(event, context)
+    let during: unknown
+    duringRead = async () => {
+      // A key attached while the run reads: its event's run finds the lease taken.
+      during = await handler(
+        managementEvent('CreateUsagePlanKey', {
+          usagePlanId: 'planpro001',
+          createUsagePlanKeyInput: { keyId: 'key2abcdef', keyType: 'API_KEY' },
+        }),
+        context,
+      )
+    }
 
-    nowMs += MIN_EVENT_INTERVAL_MS - 1
-    expect(await handler(event, context)).toMatchObject({ skipped: 'coalesced' })
-    expect(await handler(scheduledEvent, context)).toMatchObject({ skipped: false })
-    nowMs += MIN_EVENT_INTERVAL_MS
-    expect(await handler(event, context)).toMatchObject({ skipped: false })
-    expect(reads).toBe(3)
+    const result = await handler(scheduledEvent, context)
+
+    expect(during).toMatchObject({ skipped: 'lease-held' })
+    expect(result).toMatchObject({ skipped: false })
+    expect(readOptions).toEqual([
+      expect.objectContaining({ priorityIds: [] }),
+      expect.objectContaining({ priorityIds: ['key2abcdef', 'planpro001'], onlyNamed: true }),
+    ])
+    expect(state.pending.size).toBe(0)
   })
 
-  it('does not coalesce an event after a failed run', async () => {
+  it('takes the lease again for ids named after its last look, while its budget lasts', async () => {
     const handler = handlerOf()
-    const event = managementEvent('CreateApiKey', {})
-    current = new Error('boom')
-    await expect(handler(event, context)).rejects.toThrow('boom')
     current = snapshotOf([entry('key-1')])
-    nowMs += 1_000
+    // Named after the run's last look at the pending ids, before it gave the lease up.
+    const complete = state.complete.bind(state)
+    let once = true
+    state.complete = async (owner, next) => {
+      if (once) await state.addPending(['late1abcde'])
+      once = false
+      return complete(owner, next)
+    }
 
-    expect(await handler(event, context)).toMatchObject({ skipped: false, upserted: 1 })
+    await handler(scheduledEvent, context)
+
+    expect(readOptions).toHaveLength(2)
+    expect(readOptions[1]).toMatchObject({ priorityIds: ['late1abcde'] })
+    expect(state.pending.size).toBe(0)
+  })
+
+  it('reads plans for a bounded time and keeps a reserve before the function times out', async () => {
+    current = snapshotOf([entry('key-1')])
+    await handlerOf()(scheduledEvent, {
+      ...context,
+      getRemainingTimeInMillis: () => 60_000,
+    })
+    expect(readOptions[0]?.deadlineMs).toBe(nowMs + 30_000)
+    readOptions = []
+    await handlerOf()(scheduledEvent, { ...context, getRemainingTimeInMillis: () => 20_000 })
+    expect(readOptions[0]?.deadlineMs).toBe(nowMs + 5_000)
+  })
+
+  it('goes on with the rotation where the last run stopped', async () => {
+    current = snapshotOf([entry('key-1')], { complete: false, cursor: 'plan-pro' })
+    const handler = handlerOf()
+    await handler(scheduledEvent, context)
+    expect(state.saved.cursor).toBe('plan-pro')
+    current = snapshotOf([entry('key-1')])
+    await handler(scheduledEvent, context)
+    expect(readOptions[1]).toMatchObject({ cursor: 'plan-pro' })
+    expect(state.saved.cursor).toBeUndefined()
+    expect(state.saved.lastCompleteAt).toBe(nowMs)
   })
 
   it("skips another stage's key and plan changes, never its own, logging only the type", async () => {
@@ -359,7 +457,7 @@ describe('key-sync handler', () => {
     current = snapshotOf([entry('key-1')])
     await handler(scheduledEvent, context)
     const later = () => {
-      nowMs += MIN_EVENT_INTERVAL_MS
+      nowMs += 1_000
     }
 
     later()
@@ -398,7 +496,7 @@ describe('key-sync handler', () => {
 })
 
 describe('key-sync handler as the deploy custom resource', () => {
-  it('syncs on Create and Update and answers CloudFormation SUCCESS', async () => {
+  it('answers CloudFormation SUCCESS on Create and Update, then syncs', async () => {
     current = snapshotOf([entry('key-1')])
     const handler = handlerOf()
     for (const type of ['Create', 'Update'] as const) {
@@ -416,7 +514,6 @@ describe('key-sync handler as the deploy custom resource', () => {
         StackId: 'arn:aws:cloudformation:eu-west-1:123456789012:stack/petstore-production-api/1',
         RequestId: 'request-1',
         LogicalResourceId: 'KeySyncOnDeploy',
-        Data: { keysMirrored: 1, skipped: 'false' },
       },
     })
   })
@@ -428,23 +525,23 @@ describe('key-sync handler as the deploy custom resource', () => {
     expect(responses.map((r) => r.body.Status)).toEqual(['SUCCESS'])
   })
 
-  it('answers FAILED with the reason when the sync fails, instead of leaving CloudFormation waiting', async () => {
+  it('answers SUCCESS before it syncs: a failing sync fails the run, never the deploy', async () => {
     current = new Error('AccessDeniedException: not authorized to perform apigateway:GET')
-    await handlerOf()(customResourceEvent('Create'), context)
-    expect(responses.map((r) => r.body)).toEqual([
-      expect.objectContaining({
-        Status: 'FAILED',
-        Reason: 'Key sync failed: AccessDeniedException: not authorized to perform apigateway:GET',
-      }),
-    ])
+    await expect(handlerOf()(customResourceEvent('Create'), context)).rejects.toThrow(
+      'AccessDeniedException',
+    )
+    expect(responses.map((r) => r.body.Status)).toEqual(['SUCCESS'])
+    expect(metricValues()).toMatchObject({ [KEY_SYNC_METRICS.failures]: 1 })
   })
 
-  it('waits for a run in progress, then leaves the mirror to it', async () => {
+  it("answers at once while a run is in progress, leaving the template's plans to it", async () => {
     current = snapshotOf([entry('key-1')])
     state.leaseOwner = 'scheduled-run'
-    await handlerOf()(customResourceEvent('Create'), context)
-    expect(sleeps).toEqual(Array(9).fill(2_000))
+    const event = customResourceEvent('Update')
+    event.ResourceProperties.UsagePlanIds = ['planfree01', 'planpro002']
+    expect(await handlerOf()(event, context)).toMatchObject({ skipped: 'lease-held' })
     expect(responses.map((r) => r.body.Status)).toEqual(['SUCCESS'])
     expect(reads).toBe(0)
+    expect([...state.pending]).toEqual(['planfree01', 'planpro002'])
   })
 })
