@@ -7,8 +7,9 @@ export interface KeyMirrorStoreOptions {
 }
 
 /**
- * The authorizer's KeyStore on AWS: one GetItem on the stage's key mirror (kept by the key-sync
- * function), nothing else, so the request path never touches the API Gateway management API.
+ * The authorizer's KeyStore on AWS: one strongly consistent GetItem on the stage's key mirror
+ * (kept by the key-sync function), nothing else, so the request path never touches the API
+ * Gateway management API.
  * The mirror belongs to one stage, so the request's scope needs no check here.
  *
  * Only an enabled item is a valid key; the repository has already dropped items whose plan or
@@ -23,7 +24,14 @@ export class KeyMirrorStore implements KeyStore {
   }
 
   async lookup(key: string): Promise<ApiKeyRecord | undefined> {
-    const item = await this.#mirror.get(hashApiKey(key))
+    // Strongly consistent: the key sync flushes the authorizer cache right after it deletes a
+    // revoked key's item, and an eventually consistent read may still return that item for a
+    // moment (AWS docs, "DynamoDB read consistency":
+    // https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.ReadConsistency.html).
+    // The allow it produced would be cached again for the whole TTL (300 s in production). A
+    // consistent read reflects every acknowledged write, so the first request after the flush
+    // is refused; it costs one read unit instead of half (docs/performance.md).
+    const item = await this.#mirror.get(hashApiKey(key), { consistent: true })
     if (!item?.enabled) return undefined
     return {
       id: item.keyId,

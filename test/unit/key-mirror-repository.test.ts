@@ -57,6 +57,17 @@ describe('KeyMirrorRepository (mocked DynamoDB)', () => {
     expect(input?.ConsistentRead).toBeUndefined()
   })
 
+  it('reads strongly consistent when asked (the authorizer asks)', async () => {
+    dynamo.on(GetCommand).resolves({})
+
+    expect(await repository().get(entry(1).keyHash, { consistent: true })).toBeUndefined()
+    expect(dynamo.commandCalls(GetCommand)[0]?.args[0].input).toEqual({
+      TableName: TABLE,
+      Key: { keyHash: entry(1).keyHash },
+      ConsistentRead: true,
+    })
+  })
+
   it.each([
     ['an unknown plan', { plan: 'gold' }],
     ['a missing key id', { keyId: undefined }],
