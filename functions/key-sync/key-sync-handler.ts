@@ -389,11 +389,14 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
       lostPlans = Math.max(lostPlans, next.lostPlans)
     }
 
-    let flushPending = previous.flushPending === true || total.written + total.deleted > 0
+    const changed = total.written + total.deleted > 0
+    let flushPending = previous.flushPending === true || changed
     if (flushPending) {
       try {
         await flusher.flush()
-        flushPending = false
+        // Once more on the next run after a change: an authorizer call that read the mirror
+        // before this run's writes can cache its answer just after this flush.
+        flushPending = changed
         total = { ...total, cacheFlushed: true }
       } catch (error) {
         // The mirror is right; cached decisions may outlive it until the next run's flush.

@@ -243,22 +243,26 @@ describe('key-sync handler', () => {
     ])
     expect(state.saved).toMatchObject({
       lastSuccessAt: nowMs,
-      flushPending: false,
+      // Flushed, and to be flushed once more by the next run.
+      flushPending: true,
       stageIds: ['key-2', 'key-3', 'plan-pro'],
     })
     expect(state.leaseOwner).toBeUndefined()
   })
 
-  it('flushes the authorizer cache after a run that changed the mirror, and only then', async () => {
+  it('flushes the authorizer cache after a run that changed the mirror and on the run after, only then', async () => {
     const handler = handlerOf()
     current = snapshotOf([entry('key-1')])
     await handler(scheduledEvent, context)
     expect(flushes).toBe(1)
-    await handler(scheduledEvent, context)
-    expect(flushes).toBe(1)
+    // A decision cached from a read made just before the writes is dropped by the next run.
+    expect(await handler(scheduledEvent, context)).toMatchObject({ cacheFlushed: true })
+    expect(flushes).toBe(2)
+    expect(await handler(scheduledEvent, context)).toMatchObject({ cacheFlushed: false })
+    expect(flushes).toBe(2)
     current = snapshotOf([])
     expect(await handler(scheduledEvent, context)).toMatchObject({ deleted: 1, cacheFlushed: true })
-    expect(flushes).toBe(2)
+    expect(flushes).toBe(3)
   })
 
   it('retries a failed flush on the next run, even one that changes nothing', async () => {
