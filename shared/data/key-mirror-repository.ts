@@ -81,13 +81,18 @@ export class KeyMirrorRepository {
    * One GetItem. Eventually consistent on purpose: the mirror changes at most once a minute, so
    * a read a fraction of a second behind changes nothing in the revocation bound, while it costs
    * half a strongly consistent read and is answered by any replica. An item that does not match
-   * the schema is logged (key id and hash prefix only) and treated as absent.
+   * the schema is logged (key id and hash prefix only) and treated as absent. `consistent` is for
+   * the keys CLI, which says "in force now" only after a strongly consistent read shows it.
    */
-  async get(keyHash: string): Promise<KeyMirrorItem | undefined> {
+  async get(
+    keyHash: string,
+    { consistent = false }: { consistent?: boolean } = {},
+  ): Promise<KeyMirrorItem | undefined> {
     const { Item: item } = await this.#client.send(
       new GetCommand({
         TableName: this.#tableName,
         Key: { [KEY_MIRROR_TABLE.partitionKey]: keyHash },
+        ...(consistent ? { ConsistentRead: true } : {}),
       }),
     )
     if (!item) return undefined

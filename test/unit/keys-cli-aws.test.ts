@@ -128,6 +128,7 @@ describe("a deployed stage's sync and mirror", () => {
       lambda,
       functionName: API_OUTPUTS.KeySyncFunctionName,
       mirror: { get: async () => item },
+      tableName: DATA_OUTPUTS.KeyMirrorTableName,
     })
     expect(await sync.run()).toEqual(result)
     const [call] = mock.commandCalls(InvokeCommand)
@@ -166,6 +167,7 @@ describe("a deployed stage's sync and mirror", () => {
       lambda,
       functionName: 'f',
       mirror: { get: async () => undefined },
+      tableName: DATA_OUTPUTS.KeyMirrorTableName,
     })
     await expect(sync.run()).rejects.toThrow('The key sync failed: Inconsistent read')
     expect(await sync.mirrored('b'.repeat(64))).toBeUndefined()
