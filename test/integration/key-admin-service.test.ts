@@ -6,6 +6,7 @@ import {
   type GetApiKeyCommand,
   GetApiKeysCommand,
   GetUsagePlanCommand,
+  TooManyRequestsException,
 } from '@aws-sdk/client-api-gateway'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import {
@@ -422,5 +423,261 @@ describe('pacing and ceilings', () => {
     await expect(
       adminWith().createCustomerPlan({ customer: 'hooli', perMinute: 10, perDay: 100 }),
     ).rejects.toThrow('ask for more through Service Quotas')
+  })
+})
+
+/** What API Gateway answers a call over the account's management quota, and a call refused. */
+const throttled = () =>
+  new TooManyRequestsException({ message: 'Too Many Requests', $metadata: { httpStatusCode: 429 } })
+const refused = () =>
+  Object.assign(new Error('User is not authorized to perform this action'), {
+    name: 'AccessDeniedException',
+    $metadata: { httpStatusCode: 403 },
+  })
+
+interface Fault {
+  /** The management operation, e.g. TagResource. */
+  operation: string
+  /** The error its calls answer, or `interrupt`: the call is made, then Ctrl-C arrives. */
+  kind: 'throttled' | 'refused' | 'interrupt'
+  /** How many calls of the operation fail (default 1). */
+  times?: number
+}
+
+/**
+ * The control plane's client with faults: every `operation` call (up to `times`) fails the way
+ * `kind` says, or is made and followed by an abort (Ctrl-C during that call). The key sync keeps
+ * its own client, as the deployed function does.
+ */
+const withFaults = (faults: Fault[], interrupt: AbortController) => {
+  const left = new Map(faults.map((fault) => [fault, fault.times ?? 1]))
+  return {
+    send: async (command: { constructor: { name: string } }) => {
+      const name = command.constructor.name.replace(/Command$/, '')
+      const fault = faults.find((candidate) => candidate.operation === name)
+      if (fault && (left.get(fault) ?? 0) > 0) {
+        left.set(fault, (left.get(fault) ?? 0) - 1)
+        if (fault.kind === 'throttled') throw throttled()
+        if (fault.kind === 'refused') throw refused()
+        const answer = await client.send(command as GetApiKeyCommand)
+        interrupt.abort()
+        return answer
+      }
+      return client.send(command as GetApiKeyCommand)
+    },
+  } as unknown as APIGatewayClient
+}
+
+const planOf = (keyId: string) => store.plansOfKey(keyId).map((plan) => plan.name)
+
+describe('a rotation interrupted or refused at any step', () => {
+  const OVERLAP = 24 * 3_600_000
+
+  /** A key on Business, rotated through faulty calls; what each step left. */
+  const rotateWith = async (faults: Fault[], { earlierEnd }: { earlierEnd?: string } = {}) => {
+    const old = await adminWith().createKey({ selector: { plan: 'business' }, name: 'zoe' })
+    if (earlierEnd) await store.tag(`/apikeys/${old.id}`, { [DISABLE_AFTER_TAG]: earlierEnd })
+    const keysBefore = store.apiKeys().map((key) => key.id)
+    const interrupt = new AbortController()
+    const handedOut: { id: string; value: string }[] = []
+    const outcome = await adminWith({
+      client: withFaults(faults, interrupt),
+      signal: interrupt.signal,
+    })
+      .rotate(old.id, { overlapMs: OVERLAP, onCreated: (key) => handedOut.push(key) })
+      .then(
+        () => 'done',
+        (error: Error) => error.message,
+      )
+    const created = store.apiKeys().filter((key) => !keysBefore.includes(key.id))
+    return { old, outcome, handedOut, created }
+  }
+
+  it.each([
+    ['CreateApiKey', 'throttled'],
+    ['CreateApiKey', 'refused'],
+    ['TagResource', 'throttled'],
+    ['TagResource', 'refused'],
+    ['CreateUsagePlanKey', 'throttled'],
+    ['CreateUsagePlanKey', 'refused'],
+    ['CreateApiKey', 'interrupt'],
+    ['TagResource', 'interrupt'],
+  ] as const)(
+    '%s %s: the old state, the new key deleted, the old key without an end',
+    async (operation, kind) => {
+      const { old, outcome, handedOut, created } = await rotateWith([{ operation, kind }])
+      expect(created).toEqual([])
+      expect(store.apiKey(old.id).tags).toEqual({})
+      expect(planOf(old.id)).toEqual(['petstore-local-business'])
+      expect(sync.mirror.has(hashApiKey(old.value))).toBe(true)
+      expect(outcome).toContain(`Rotation of key ${old.id} stopped (`)
+      expect(outcome).toContain(`nothing changed: key ${old.id} works as before, with no new key`)
+      expect(outcome).toContain(
+        kind === 'interrupt' ? 'interrupted (SIGINT or SIGTERM) before' : `${operation} failed`,
+      )
+      if (kind === 'refused' && operation !== 'CreateApiKey') {
+        expect(outcome).toContain(`add apigateway:`)
+      }
+      // A key that existed for a moment was handed out, and the message says it is void.
+      for (const key of handedOut) {
+        expect(outcome).toContain(`deleted the new key ${key.id}`)
+        expect(outcome).toContain(`discard the value printed for key ${key.id}`)
+        expect(outcome).not.toContain(key.value)
+      }
+      expect(handedOut).toHaveLength(operation === 'CreateApiKey' && kind !== 'interrupt' ? 0 : 1)
+    },
+  )
+
+  it('puts back an end the old key already had', async () => {
+    const earlierEnd = new Date(now + 3_600_000).toISOString()
+    const { old, outcome } = await rotateWith(
+      [{ operation: 'CreateUsagePlanKey', kind: 'throttled' }],
+      { earlierEnd },
+    )
+    expect(store.apiKey(old.id).tags).toEqual({ [DISABLE_AFTER_TAG]: earlierEnd })
+    expect(outcome).toContain(`put back key ${old.id}'s earlier end ${earlierEnd}`)
+  })
+
+  it('interrupted while waiting for the mirror: the new state, the value handed out, both ids named', async () => {
+    const old = await adminWith().createKey({ selector: { plan: 'pro' }, name: 'yuri' })
+    const interrupt = new AbortController()
+    sync.scripted = [{ skipped: 'lease-held' }]
+    const run = sync.run.bind(sync)
+    sync.run = async () => {
+      interrupt.abort()
+      return run()
+    }
+    const handedOut: { id: string; value: string }[] = []
+    const error = await adminWith({ signal: interrupt.signal })
+      .rotate(old.id, { overlapMs: OVERLAP, onCreated: (key) => handedOut.push(key) })
+      .catch((failure: Error) => failure)
+    const [fresh] = handedOut
+    expect(fresh).toBeDefined()
+    const newId = fresh?.id as string
+    expect(store.apiKey(newId).value).toBe(fresh?.value)
+    expect(planOf(newId)).toEqual(['petstore-local-pro'])
+    const disableAfter = new Date(START + OVERLAP).toISOString()
+    expect(store.apiKey(old.id).tags).toEqual({ [DISABLE_AFTER_TAG]: disableAfter })
+    expect((error as Error).message).toBe(
+      `Key ${newId} is created on pro to replace key ${old.id}, which works until ${disableAfter}, in API Gateway, but interrupted (SIGINT or SIGTERM) before the key mirror showed it: the scheduled sync (every minute) brings it into force by itself`,
+    )
+    expect(sleeps).toEqual([])
+  })
+
+  it('says what is left when undoing fails too, naming the key ids and the fix', async () => {
+    const { old, outcome, handedOut } = await rotateWith([
+      { operation: 'CreateUsagePlanKey', kind: 'refused' },
+      { operation: 'DeleteApiKey', kind: 'throttled', times: 9 },
+      { operation: 'UntagResource', kind: 'refused' },
+    ])
+    const newId = handedOut[0]?.id as string
+    expect(outcome).toContain('could not be undone fully')
+    expect(outcome).toContain(
+      `key ${newId} still exists, on no plan or on business (npm run keys -- revoke ${newId})`,
+    )
+    expect(outcome).toMatch(
+      new RegExp(`key ${old.id} stops working at \\S+ \\(remove its tag petstore:disableAfter`),
+    )
+    expect(store.apiKey(newId).id).toBe(newId)
+    expect(planOf(newId)).toEqual([])
+  })
+
+  it.each([
+    ['a minute', 60_000],
+    ['more than a year', 366 * 86_400_000],
+    ['past the date range', 9e15],
+  ])('refuses an overlap of %s before any call', async (_, overlapMs) => {
+    const old = await adminWith().createKey({ selector: { plan: 'free' }, name: 'xena' })
+    const keys = store.apiKeys().length
+    const admin = adminWith()
+    await expect(admin.rotate(old.id, { overlapMs })).rejects.toThrow(
+      '--overlap must be from 5m to 365d: nothing changed',
+    )
+    expect(admin.calls).toBe(0)
+    expect(store.apiKeys()).toHaveLength(keys)
+    expect(store.apiKey(old.id).tags).toEqual({})
+  })
+})
+
+describe('a move interrupted or refused at any step', () => {
+  const moveWith = async (faults: Fault[]) => {
+    const key = await adminWith().createKey({ selector: { plan: 'pro' }, name: 'walt' })
+    const interrupt = new AbortController()
+    const outcome = await adminWith({
+      client: withFaults(faults, interrupt),
+      signal: interrupt.signal,
+    })
+      .move(key.id, { plan: 'business' })
+      .then(
+        () => 'done',
+        (error: Error) => error.message,
+      )
+    return { key, outcome }
+  }
+
+  it.each([
+    ['DeleteUsagePlanKey', 'throttled'],
+    ['DeleteUsagePlanKey', 'refused'],
+  ] as const)('%s %s: nothing changed', async (operation, kind) => {
+    const { key, outcome } = await moveWith([{ operation, kind }])
+    expect(planOf(key.id)).toEqual(['petstore-local-pro'])
+    expect(outcome).toContain(`Move of key ${key.id} to business stopped (${operation} failed`)
+    expect(outcome).toContain(`nothing changed, key ${key.id} is on pro as before`)
+  })
+
+  it.each([
+    ['CreateUsagePlanKey', 'throttled'],
+    ['CreateUsagePlanKey', 'refused'],
+    ['DeleteUsagePlanKey', 'interrupt'],
+  ] as const)('%s %s: the key goes back on its old plan', async (operation, kind) => {
+    const { key, outcome } = await moveWith([{ operation, kind }])
+    expect(planOf(key.id)).toEqual(['petstore-local-pro'])
+    expect(outcome).toContain(`Move of key ${key.id} to business stopped (`)
+    expect(outcome).toContain(`the CLI put key ${key.id} back on pro: nothing changed`)
+    if (kind === 'refused') {
+      expect(outcome).toMatch(
+        /add apigateway:POST on arn:aws:apigateway:eu-west-1::\/usageplans\/\w+\/keys to your role/,
+      )
+    }
+  })
+
+  it('a call that was applied though its answer was lost: the new state, said so', async () => {
+    const key = await adminWith().createKey({ selector: { plan: 'pro' }, name: 'vera' })
+    const lost = {
+      send: async (command: GetApiKeyCommand) => {
+        const answer = await client.send(command)
+        if (command instanceof CreateUsagePlanKeyCommand) throw throttled()
+        return answer
+      },
+    } as unknown as APIGatewayClient
+    await expect(adminWith({ client: lost }).move(key.id, { plan: 'business' })).rejects.toThrow(
+      `but API Gateway applied it: key ${key.id} is on business`,
+    )
+    expect(planOf(key.id)).toEqual(['petstore-local-business'])
+  })
+
+  it('names a key left on no plan when putting it back fails too', async () => {
+    const { key, outcome } = await moveWith([
+      { operation: 'CreateUsagePlanKey', kind: 'throttled', times: 9 },
+    ])
+    expect(planOf(key.id)).toEqual([])
+    expect(outcome).toContain(
+      `could not be undone: key ${key.id} is on no plan of stage local and gets 401`,
+    )
+  })
+
+  it('interrupted while waiting for the mirror: the new state, said so', async () => {
+    const key = await adminWith().createKey({ selector: { plan: 'pro' }, name: 'uma' })
+    const interrupt = new AbortController()
+    sync.run = async () => {
+      interrupt.abort()
+      return { ...IDLE_RESULT, skipped: 'lease-held' }
+    }
+    await expect(
+      adminWith({ signal: interrupt.signal }).move(key.id, { plan: 'business' }),
+    ).rejects.toThrow(
+      `Key ${key.id} is moved from pro to business in API Gateway, but interrupted (SIGINT or SIGTERM) before the key mirror showed it`,
+    )
+    expect(planOf(key.id)).toEqual(['petstore-local-business'])
   })
 })
