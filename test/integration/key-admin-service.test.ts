@@ -8,6 +8,8 @@ import {
   GetUsagePlanCommand,
   TooManyRequestsException,
 } from '@aws-sdk/client-api-gateway'
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
+import { mockClient } from 'aws-sdk-client-mock'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import {
   ApiGatewayKeySource,
@@ -26,7 +28,12 @@ import {
   type KeyAdminOptions,
 } from '#ops/key-admin-service.ts'
 import { stageOutputsFrom } from '#ops/stack-outputs-reader.ts'
-import type { MirrorView, StageSync } from '#ops/stage-sync-client.ts'
+import {
+  AwsStageSync,
+  type MirrorView,
+  type StageSync,
+  SyncFailure,
+} from '#ops/stage-sync-client.ts'
 import { DEFAULT_ENTERPRISE_LIMITS, PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 
@@ -363,6 +370,95 @@ describe('waiting for the mirror', () => {
       `Key ${other.id} is revoked (deleted) in API Gateway, but the key mirror did not show it within 10 s`,
     )
     expect(now - started).toBeGreaterThanOrEqual(10_000)
+  })
+})
+
+describe('what no retry cures ends the command at once', () => {
+  /** The deployed sync step (a Lambda Invoke) against a function that answers `error`. */
+  const deployedSyncFailing = (error: Error) => {
+    const lambda = new LambdaClient({
+      region: 'eu-west-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    })
+    const invokes = mockClient(lambda).on(InvokeCommand).rejects(error)
+    return {
+      invokes,
+      sync: new AwsStageSync({
+        lambda,
+        functionName: 'petstore-staging-api-KeySync1234',
+        mirror: { get: async () => undefined },
+        tableName: 'petstore-staging-key-mirror',
+      }),
+    }
+  }
+
+  it.each([
+    [
+      'a deleted key-sync function',
+      Object.assign(new Error('Function not found: petstore-staging-api-KeySync1234'), {
+        name: 'ResourceNotFoundException',
+        $metadata: { httpStatusCode: 404 },
+      }),
+      'No key-sync function petstore-staging-api-KeySync1234 in this account and Region (ResourceNotFoundException, HTTP 404',
+    ],
+    [
+      'a role that may not invoke it',
+      Object.assign(new Error('not authorized to perform: lambda:InvokeFunction'), {
+        name: 'AccessDeniedException',
+        $metadata: { httpStatusCode: 403 },
+      }),
+      'add lambda:InvokeFunction on petstore-staging-api-KeySync1234 to your role',
+    ],
+  ])('%s: one try, the cause and the fix, the key id', async (_, error, fix) => {
+    const key = await adminWith().createKey({ selector: { plan: 'free' }, name: 'tess' })
+    const { invokes, sync: deployed } = deployedSyncFailing(error)
+    const failure = await adminWith({ sync: deployed, mirrorWaitMs: 90_000 })
+      .setEnabled(key.id, false)
+      .catch((caught: Error) => caught)
+    expect((failure as Error).message).toContain(`Key ${key.id} is disabled in API Gateway, but`)
+    expect((failure as Error).message).toContain(fix)
+    expect(invokes.commandCalls(InvokeCommand)).toHaveLength(1)
+    expect(sleeps).toEqual([])
+    expect(store.apiKey(key.id).enabled).toBe(false)
+  })
+
+  it('retries a throttled invoke within the wait', async () => {
+    const key = await adminWith().createKey({ selector: { plan: 'free' }, name: 'tom' })
+    const run = sync.run.bind(sync)
+    let throttles = 2
+    sync.run = async () => {
+      if (throttles-- > 0) throw new SyncFailure('Lambda throttled the key sync', true)
+      return run()
+    }
+    expect(await adminWith().setEnabled(key.id, false)).toMatchObject({ works: false })
+    expect(sleeps).toEqual([2_000, 2_000])
+  })
+
+  it('names the IAM action and resource of a refused management call', async () => {
+    const key = await adminWith().createKey({ selector: { plan: 'free' }, name: 'uri' })
+    const admin = adminWith({
+      client: withFaults([{ operation: 'UpdateApiKey', kind: 'refused' }], new AbortController()),
+    })
+    await expect(admin.setEnabled(key.id, false)).rejects.toThrow(
+      `API Gateway refused UpdateApiKey (AccessDeniedException, HTTP 403: User is not authorized to perform this action): add apigateway:PATCH on arn:aws:apigateway:eu-west-1::/apikeys/${key.id} to your role`,
+    )
+    expect(store.apiKey(key.id).enabled).toBe(true)
+  })
+})
+
+describe('paging', () => {
+  it('fails, naming the listing, when a page position repeats instead of listing part of it', async () => {
+    await adminWith().createKey({ selector: { plan: 'free' }, name: 'page' })
+    const repeating = {
+      send: async (command: GetApiKeyCommand) => {
+        const answer = await client.send(command)
+        // A listing whose every page points at the same next page.
+        return command instanceof GetApiKeysCommand ? { ...answer, position: '500' } : answer
+      },
+    } as unknown as APIGatewayClient
+    await expect(adminWith({ client: repeating }).listKeys()).rejects.toThrow(
+      "API Gateway's API keys (GetApiKeys) listing answered page 2 with a position it gave before",
+    )
   })
 })
 
