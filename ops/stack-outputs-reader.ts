@@ -1,8 +1,4 @@
-import {
-  type CloudFormationClient,
-  DescribeStacksCommand,
-  type Stack,
-} from '@aws-sdk/client-cloudformation'
+import { type CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation'
 import { stackName } from '#infra/config/stack-names-config.ts'
 import { PLAN_DISPLAY_NAMES, PLAN_NAMES, type PlanName } from '#shared/config/plans-config.ts'
 
@@ -90,12 +86,12 @@ export const stageOutputsFrom = (outputs: Record<string, string>, where: string)
  * credentials that are missing or expired.
  */
 const outputsOf = async (client: CloudFormationClient, name: string) => {
-  let Stacks: Stack[]
-  try {
-    ;({ Stacks = [] } = await client.send(new DescribeStacksCommand({ StackName: name })))
-  } catch (error) {
-    throw await configurationError(client, name, error)
-  }
+  const answer = await client
+    .send(new DescribeStacksCommand({ StackName: name }))
+    .catch(async (error: unknown) => {
+      throw await configurationError(client, name, error)
+    })
+  const { Stacks = [] } = answer
   const stack = Stacks[0]
   if (!stack) throw new Error(`No stack ${name} in this account and Region`)
   return Object.fromEntries(

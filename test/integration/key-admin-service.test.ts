@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { resolve } from 'node:path'
 import {
   APIGatewayClient,
   CreateUsagePlanKeyCommand,
@@ -27,6 +29,7 @@ import {
   KeyAdminError,
   type KeyAdminOptions,
 } from '#ops/key-admin-service.ts'
+import { permissionPattern } from '#ops/management-permissions-config.ts'
 import { stageOutputsFrom } from '#ops/stack-outputs-reader.ts'
 import {
   AwsStageSync,
@@ -36,6 +39,7 @@ import {
 } from '#ops/stage-sync-client.ts'
 import { DEFAULT_ENTERPRISE_LIMITS, PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
+import { ROOT } from '#test/support/local-server.ts'
 
 /**
  * What `npm run keys` does to a stage, against the emulated control plane through the real AWS
@@ -775,5 +779,67 @@ describe('a move interrupted or refused at any step', () => {
       `Key ${key.id} is moved from pro to business in API Gateway, but interrupted (SIGINT or SIGTERM) before the key mirror showed it`,
     )
     expect(planOf(key.id)).toEqual(['petstore-local-business'])
+  })
+})
+
+describe('the IAM table of docs/operations.md', () => {
+  /** The table's `apigateway:…` patterns in the row of a command. */
+  const documented = (command: string): string[] => {
+    const docs = readFileSync(resolve(ROOT, 'docs/operations.md'), 'utf8')
+    const table = docs.slice(docs.indexOf('### IAM permissions'))
+    const row = table.split('\n').find((line) => line.startsWith(`| ${command} |`))
+    expect(row, command).toBeDefined()
+    return [
+      ...new Set(
+        [...(row ?? '').matchAll(/`(apigateway:[A-Z]+ [^`]+)`/g)].map((m) => m[1] as string),
+      ),
+    ].sort()
+  }
+
+  it('names exactly the management calls each command makes, undoing included', async () => {
+    const made = new Map<string, Set<string>>()
+    const recording = (command: string, faults: Fault[] = []) => {
+      const inner = withFaults(faults, new AbortController())
+      return adminWith({
+        client: {
+          send: (call: { constructor: { name: string } }) => {
+            const patterns = permissionPattern(call.constructor.name)
+            expect(patterns, call.constructor.name).not.toEqual([])
+            const seen = made.get(command) ?? new Set<string>()
+            for (const pattern of patterns) seen.add(pattern)
+            made.set(command, seen)
+            return inner.send(call as GetApiKeyCommand)
+          },
+        } as unknown as APIGatewayClient,
+      })
+    }
+    const attachRefused: Fault[] = [{ operation: 'CreateUsagePlanKey', kind: 'refused' }]
+    const key = await recording('`create`').createKey({ selector: { plan: 'pro' }, name: 'iam' })
+    await recording('`create`', attachRefused)
+      .createKey({ selector: { plan: 'pro' }, name: 'iam-undone' })
+      .catch(() => undefined)
+    await recording('`list`').listKeys()
+    await recording('`disable`, `enable`').setEnabled(key.id, false)
+    await recording('`disable`, `enable`').setEnabled(key.id, true)
+    await recording('`move`').move(key.id, { plan: 'business' })
+    await recording('`move`', [{ operation: 'CreateUsagePlanKey', kind: 'throttled' }])
+      .move(key.id, { plan: 'pro' })
+      .catch(() => undefined)
+    const { created } = await recording('`rotate`').rotate(key.id, { overlapMs: 3_600_000 })
+    // A key without an end yet: undoing removes the end it wrote (UntagResource).
+    await recording('`rotate`', attachRefused)
+      .rotate(created.id, { overlapMs: 3_600_000 })
+      .catch(() => undefined)
+    await recording('`plan create`').createCustomerPlan({
+      customer: 'iam',
+      perMinute: 10,
+      perDay: 100,
+    })
+    await recording('`plan list`').listPlans()
+    await recording('`revoke`').revoke(key.id)
+    expect(made.size).toBe(8)
+    for (const [command, patterns] of made) {
+      expect(documented(command), command).toEqual([...patterns].sort())
+    }
   })
 })

@@ -231,21 +231,24 @@ describe('what the sync step retries, and what it ends the command with', () => 
     ['TooManyRequestsException', true],
     ['AccessDeniedException', false],
     ['Sandbox.Timedout', false],
-  ])("retries the function's own %s: %s", async (errorType, retryable) => {
-    const sync = syncInvoking((mock) =>
-      mock.on(InvokeCommand).resolves({
-        StatusCode: 200,
-        FunctionError: 'Unhandled',
-        Payload: new TextEncoder().encode(
-          JSON.stringify({ errorType, errorMessage: 'what the run said' }),
-        ) as never,
-      }),
-    )
-    expect(await failureOf(sync.run())).toEqual({
-      message: `The key sync failed: what the run said (${errorType}; see the key-sync log)`,
-      retryable,
-    })
-  })
+  ])(
+    'a run that failed with %s is tried again within the wait: %s',
+    async (errorType, retryable) => {
+      const sync = syncInvoking((mock) =>
+        mock.on(InvokeCommand).resolves({
+          StatusCode: 200,
+          FunctionError: 'Unhandled',
+          Payload: new TextEncoder().encode(
+            JSON.stringify({ errorType, errorMessage: 'what the run said' }),
+          ) as never,
+        }),
+      )
+      expect(await failureOf(sync.run())).toEqual({
+        message: `The key sync failed: what the run said (${errorType}; see the key-sync log)`,
+        retryable,
+      })
+    },
+  )
 
   it('reads the key mirror strongly consistent, and names the table a read is refused on', async () => {
     const documentClient = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'eu-west-1' }))
