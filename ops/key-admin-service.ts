@@ -196,6 +196,7 @@ const inWords = (ms: number) =>
     : ms % 3_600_000 === 0
       ? `${ms / 3_600_000}h`
       : `${Math.round(ms / 60_000)}m`
+
 const utcDay = (epochMs: number) => new Date(epochMs).toISOString().slice(0, 10)
 
 /** Warnings for a Region near a ceiling (API keys, usage plans). */
@@ -402,7 +403,7 @@ export class KeyAdmin {
         throw error
       }
       const named = (
-        await this.#all(`API keys named ${idOrName} (GetApiKeys)`, (position) =>
+        await this.#all('API keys by name (GetApiKeys)', (position) =>
           this.#send(
             new GetApiKeysCommand({
               position,
