@@ -14,9 +14,11 @@ import {
   GetUsagePlansCommand,
   NotFoundException,
   TagResourceCommand,
+  UntagResourceCommand,
   UpdateApiKeyCommand,
   type UsagePlan,
 } from '@aws-sdk/client-api-gateway'
+import { isThrottlingError } from '@smithy/service-error-classification'
 import {
   DISABLE_AFTER_TAG,
   isPastDisableAfter,
@@ -35,8 +37,9 @@ import {
 import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
+import { permissionAdvice } from './management-permissions-config.ts'
 import type { StageOutputs } from './stack-outputs-reader.ts'
-import type { MirrorView, StageSync } from './stage-sync-client.ts'
+import { isRetryableSyncFailure, type MirrorView, type StageSync } from './stage-sync-client.ts'
 
 /**
  * Everything the keys CLI does to a stage, as ordinary API Gateway management calls (the console
@@ -70,9 +73,51 @@ const CUSTOMER_NAME = /^[a-z0-9][a-z0-9-]{0,39}$/
 const MAX_PAGES = 200
 const PAGE_SIZE = 500
 
+/**
+ * The range of a rotation's overlap, checked before any change. At least 5 minutes: the old key's
+ * end is written before the new key is attached, and the new key needs up to the CLI's 90 s wait
+ * (or a scheduled sync, every minute) to be in force. At most 365 days: an overlap is a handover,
+ * and its end must be a date API Gateway's tag and the key sync read back (ISO 8601).
+ */
+export const OVERLAP_RANGE_MS = { min: 5 * 60_000, max: 365 * 86_400_000 } as const
+
 /** A failure the operator can act on: printed as it is, without a stack. */
 export class KeyAdminError extends Error {
   override name = 'KeyAdminError'
+}
+
+type SdkError = Parameters<typeof isThrottlingError>[0]
+
+const isThrottled = (error: unknown): boolean =>
+  typeof error === 'object' &&
+  error !== null &&
+  isThrottlingError(((error as { cause?: unknown }).cause ?? error) as SdkError)
+
+/** What failed, in words that name no key value: the error's name, HTTP status and message. */
+const causeOf = (error: unknown): string => {
+  if (error instanceof KeyAdminError) return error.message
+  const { name, message, $metadata } = (error ?? {}) as {
+    name?: string
+    message?: string
+    $metadata?: { httpStatusCode?: number }
+  }
+  const status = $metadata?.httpStatusCode
+  return `${name ?? 'Error'}${status === undefined ? '' : `, HTTP ${status}`}${message ? `: ${message}` : ''}`
+}
+
+/** A Ctrl-C (SIGINT) or SIGTERM the CLI passed on, at a step boundary or during the wait. */
+class Interrupted extends Error {
+  override name = 'Interrupted'
+  override message = 'interrupted (SIGINT or SIGTERM)'
+}
+
+/** An undo step of a change under way: what it restores, and the call that restores it. */
+interface UndoStep {
+  /** What undoing did, for the message (`deleted the new key …`). */
+  what: string
+  /** What stays if undoing fails, and how to fix it by hand. */
+  left: string
+  run: () => Promise<unknown>
 }
 
 export type PlanSelector = { plan: PlanName } | { customer: string }
@@ -134,9 +179,24 @@ export interface KeyAdminOptions {
   /** How long a command waits for the key mirror to show its change. */
   mirrorWaitMs?: number
   warn?: (message: string) => void
+  /**
+   * Aborted on Ctrl-C or SIGTERM: a management call under way finishes (its outcome is then
+   * known), the command stops at its next step and undoes a change left halfway; the wait for the
+   * mirror ends at once.
+   */
+  signal?: AbortSignal
 }
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** A duration in the words the CLI reads (`--overlap 24h`). */
+const inWords = (ms: number) =>
+  ms % 86_400_000 === 0
+    ? `${ms / 86_400_000}d`
+    : ms % 3_600_000 === 0
+      ? `${ms / 3_600_000}h`
+      : `${Math.round(ms / 60_000)}m`
+
 const utcDay = (epochMs: number) => new Date(epochMs).toISOString().slice(0, 10)
 
 /** Warnings for a Region near a ceiling (API keys, usage plans). */
@@ -170,6 +230,7 @@ export class KeyAdmin {
   readonly #sleep: (ms: number) => Promise<void>
   readonly #mirrorWaitMs: number
   readonly #warn: (message: string) => void
+  readonly #signal: AbortSignal | undefined
   /** Management API calls made (each one paced). */
   calls = 0
 
@@ -184,27 +245,81 @@ export class KeyAdmin {
     this.#sleep = options.sleep ?? defaultSleep
     this.#mirrorWaitMs = options.mirrorWaitMs ?? 90_000
     this.#warn = options.warn ?? (() => undefined)
+    this.#signal = options.signal
   }
 
-  /** Every management call goes through here: paced, counted. */
+  /**
+   * Every management call goes through here: paced, counted. A refusal for want of a permission
+   * ends the command at once with the action and resource to add to the role (retrying cannot
+   * cure it). No abort signal reaches the call: one under way finishes, so its outcome is known.
+   */
   readonly #send = (async (command: Parameters<APIGatewayClient['send']>[0]) => {
     await this.#pacer.take()
     this.calls += 1
-    return this.#client.send(command)
+    try {
+      return await this.#client.send(command)
+    } catch (error) {
+      const { name, $metadata } = (error ?? {}) as {
+        name?: string
+        $metadata?: { httpStatusCode?: number }
+      }
+      if (name === 'AccessDeniedException' || $metadata?.httpStatusCode === 403) {
+        const operation = command.constructor.name
+        throw new KeyAdminError(
+          `API Gateway refused ${operation.replace(/Command$/, '')} (${causeOf(error)}): add ${permissionAdvice(operation, command.input as Record<string, unknown>, this.#region)} to your role (docs/operations.md#iam-permissions)`,
+          { cause: error },
+        )
+      }
+      throw error
+    }
   }) as APIGatewayClient['send']
 
+  /**
+   * Every page of a listing. A `position` seen before would start the listing over (or loop): that
+   * ends the command, naming the listing, rather than acting on part of it.
+   */
   async #all<Item>(
+    listing: string,
     page: (position: string | undefined) => Promise<{ items?: Item[]; position?: string }>,
   ): Promise<Item[]> {
     const items: Item[] = []
+    const seen = new Set<string>()
     let position: string | undefined
     for (let count = 0; count < MAX_PAGES; count += 1) {
       const result = await page(position)
       items.push(...(result.items ?? []))
-      if (!result.position || result.position === position) return items
+      if (!result.position) return items
+      if (seen.has(result.position)) {
+        throw new KeyAdminError(
+          `API Gateway's ${listing} listing answered page ${count + 1} with a position it gave before: stopped rather than act on part of the listing; try again`,
+        )
+      }
+      seen.add(result.position)
       position = result.position
     }
-    throw new Error(`A listing of API Gateway did not end after ${MAX_PAGES} pages`)
+    throw new KeyAdminError(
+      `API Gateway's ${listing} listing did not end after ${MAX_PAGES} pages of ${PAGE_SIZE}`,
+    )
+  }
+
+  /** Throws once the operator interrupted: called between the steps of a change. */
+  #checkpoint() {
+    if (this.#signal?.aborted) throw new Interrupted()
+  }
+
+  /** A pause of the wait that an interruption ends at once. */
+  async #pause(ms: number) {
+    this.#checkpoint()
+    const signal = this.#signal
+    if (!signal) return this.#sleep(ms)
+    let onAbort: (() => void) | undefined
+    const aborted = new Promise<void>((resolve) => {
+      onAbort = resolve
+      signal.addEventListener('abort', onAbort, { once: true })
+    })
+    await Promise.race([this.#sleep(ms), aborted])
+    if (onAbort) signal.removeEventListener('abort', onAbort)
+    this.#checkpoint()
   }
 
   #onStage(plan: UsagePlan): boolean {
@@ -223,7 +338,7 @@ export class KeyAdmin {
 
   /** The stage's plans, and how many plans the Region has (for its ceiling). */
   async stagePlans(): Promise<{ plans: StagePlan[]; regionPlans: number }> {
-    const all = await this.#all((position) =>
+    const all = await this.#all('usage plans (GetUsagePlans)', (position) =>
       this.#send(new GetUsagePlansCommand({ position, limit: PAGE_SIZE })),
     )
     const plans = all
@@ -258,7 +373,7 @@ export class KeyAdmin {
   }
 
   async #regionKeys(): Promise<ApiKey[]> {
-    return this.#all((position) =>
+    return this.#all('API keys (GetApiKeys)', (position) =>
       this.#send(new GetApiKeysCommand({ position, limit: PAGE_SIZE, includeValues: false })),
     )
   }
@@ -288,7 +403,7 @@ export class KeyAdmin {
         throw error
       }
       const named = (
-        await this.#all((position) =>
+        await this.#all('API keys by name (GetApiKeys)', (position) =>
           this.#send(
             new GetApiKeysCommand({
               position,
@@ -312,57 +427,125 @@ export class KeyAdmin {
 
   /** The stage plan a key is on, if any (API Gateway allows one per stage). */
   async #stagePlanOf(keyId: string, plans: StagePlan[]): Promise<StagePlan | undefined> {
-    const ofKey = await this.#all((position) =>
+    const ofKey = await this.#all(`usage plans of key ${keyId} (GetUsagePlans)`, (position) =>
       this.#send(new GetUsagePlansCommand({ keyId, position, limit: PAGE_SIZE })),
     )
     const ids = new Set(ofKey.map((plan) => plan.id))
     return plans.find((plan) => ids.has(plan.id))
   }
 
+  /** Interrupted before the first change of a command: nothing to undo. */
+  #beforeChange() {
+    if (this.#signal?.aborted) {
+      throw new KeyAdminError('Interrupted (SIGINT or SIGTERM) before any change: nothing changed')
+    }
+  }
+
+  /** A read or call that throttling alone made fail, tried again (three tries after the SDK's). */
+  async #retryingThrottled<T>(call: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await call()
+      } catch (error) {
+        if (!isThrottled(error) || attempt >= 3) throw error
+        await this.#sleep(1_000 * attempt)
+      }
+    }
+  }
+
+  /**
+   * Undoes a change left halfway, last step first (throttling is retried); what could not be
+   * undone is returned with what it leaves, to be named to the operator.
+   */
+  async #undo(steps: UndoStep[]): Promise<{ undone: string[]; left: string[] }> {
+    const undone: string[] = []
+    const left: string[] = []
+    for (const step of [...steps].reverse()) {
+      try {
+        await this.#retryingThrottled(step.run)
+        undone.push(step.what)
+      } catch (error) {
+        left.push(`${step.left} (undoing it failed: ${causeOf(error)})`)
+      }
+    }
+    return { undone, left }
+  }
+
+  #keyArn(keyId: string) {
+    return `arn:aws:apigateway:${this.#region}::/apikeys/${keyId}`
+  }
+
   /**
    * Runs the stage's sync until its mirror shows what a change should have done, so the command
-   * returns only once the change is in force (the sync flushes the authorizer cache after a change).
+   * returns only once the change is in force (the sync flushes the authorizer cache after a
+   * change). Only throttling and the sync's own "read again" are retried within the wait; a
+   * missing permission, function or table ends it at once, as does an interruption. Every failure
+   * starts with `made`: what is changed in API Gateway, by key id.
    */
   async #awaitMirror(
     keyHash: string,
     expected: (item: MirrorView | undefined) => boolean,
-    what: string,
+    made: string,
   ): Promise<void> {
-    const deadline = this.#clock() + this.#mirrorWaitMs
-    for (;;) {
-      let result: KeySyncResult
-      try {
-        result = await this.#sync.run()
-      } catch (error) {
-        // A listing read moments after the change may not show it yet (the sync then refuses the
-        // inconsistent read): the change is made, so a later run is the retry.
-        if (this.#clock() >= deadline) {
-          throw new KeyAdminError(
-            `The change is made in API Gateway, but the key sync failed (${(error as Error).message}); the scheduled sync retries every minute: see the key-sync log`,
-          )
-        }
-        await this.#sleep(2_000)
-        continue
-      }
-      if (result.skipped === false) {
-        // Reads of the mirror may lag its writes a moment (eventually consistent GetItem).
-        for (let read = 0; read < 3; read += 1) {
-          if (expected(await this.#sync.mirrored(keyHash))) return
-          if (result.heldRemovals > 0) {
-            throw new KeyAdminError(
-              `The change is made in API Gateway, but the key sync holds back a mass removal of ${result.heldRemovals} keys: ${what} waits until runs agree for 5 minutes or an operator confirms it (docs/operations.md#key-sync-guard)`,
-            )
-          }
-          await this.#sleep(500)
-        }
-      }
-      if (this.#clock() >= deadline) {
-        throw new KeyAdminError(
-          `The change is made in API Gateway, but the key mirror did not show it within ${Math.round(this.#mirrorWaitMs / 1000)} s (${what}); the scheduled sync retries every minute: see the key-sync log`,
+    const fail = (why: string) => new KeyAdminError(`${made} in API Gateway, but ${why}`)
+    const retried = (error: unknown, deadline: number) => {
+      this.#checkpoint()
+      if (!isRetryableSyncFailure(error)) {
+        return fail(
+          `the CLI cannot see it in force: ${causeOf(error)}. The scheduled sync (every minute) brings it into force by itself`,
         )
       }
-      // A run in progress may have read API Gateway before the change: the next one will not.
-      await this.#sleep(result.skipped === 'lease-held' ? 2_000 : 1_000)
+      if (this.#clock() < deadline) return undefined
+      return fail(
+        `the key sync failed (${causeOf(error)}); the scheduled sync retries every minute: see the key-sync log`,
+      )
+    }
+    const deadline = this.#clock() + this.#mirrorWaitMs
+    try {
+      for (;;) {
+        this.#checkpoint()
+        let result: KeySyncResult
+        try {
+          result = await this.#sync.run(this.#signal)
+        } catch (error) {
+          const failure = retried(error, deadline)
+          if (failure) throw failure
+          await this.#pause(2_000)
+          continue
+        }
+        if (result.skipped === false) {
+          let item: MirrorView | undefined
+          try {
+            // One strongly consistent read after the run: what the next request is authorized with.
+            item = await this.#sync.mirrored(keyHash)
+          } catch (error) {
+            const failure = retried(error, deadline)
+            if (failure) throw failure
+            await this.#pause(1_000)
+            continue
+          }
+          if (expected(item)) return
+          if (result.heldRemovals > 0) {
+            throw fail(
+              `the key sync holds back a mass removal of ${result.heldRemovals} keys: it waits until runs agree for 5 minutes or an operator confirms it (docs/operations.md#key-sync-guard)`,
+            )
+          }
+        }
+        if (this.#clock() >= deadline) {
+          throw fail(
+            `the key mirror did not show it within ${Math.round(this.#mirrorWaitMs / 1000)} s; the scheduled sync retries every minute: see the key-sync log`,
+          )
+        }
+        // A run in progress may have read API Gateway before the change: the next one will not.
+        await this.#pause(result.skipped === 'lease-held' ? 2_000 : 1_000)
+      }
+    } catch (error) {
+      if (error instanceof Interrupted) {
+        throw fail(
+          'interrupted (SIGINT or SIGTERM) before the key mirror showed it: the scheduled sync (every minute) brings it into force by itself',
+        )
+      }
+      throw error
     }
   }
 
@@ -371,40 +554,138 @@ export class KeyAdmin {
       item?.keyId === keyId && item.usagePlanId === plan.id
   }
 
-  async createKey({ selector, name }: { selector: PlanSelector; name: string }) {
+  async createKey({
+    selector,
+    name,
+    onCreated,
+  }: {
+    selector: PlanSelector
+    name: string
+    /** Called as soon as the key exists, before it is attached: its value is never lost. */
+    onCreated?: (key: { id: string; value: string }) => void
+  }) {
     const { plans, regionPlans } = await this.stagePlans()
     const plan = this.#resolvePlan(plans, selector)
     this.#checkCeilings(
       { apiKeys: (await this.#regionKeys()).length, usagePlans: regionPlans },
       'key',
     )
-    return this.#newKeyOn(plan, { name, tags: {} })
+    this.#beforeChange()
+    const created = await this.#newKeyOn(plan, { name, tags: {}, onCreated })
+    const grants = this.#grantsOn(plan)
+    await this.#awaitMirror(
+      hashApiKey(created.value),
+      (item) => grants(item, created.id),
+      `Key ${created.id} is created on ${plan.label}`,
+    )
+    return created
   }
 
+  /**
+   * A new key on a plan, in an order an interruption or a failed call cannot leave halfway: the
+   * key is made on no plan (so it gets 401) and handed out at once; for a rotation with an overlap
+   * the old key's end is written next; attaching the new key, the step that makes it live, comes
+   * last. A step that fails, or an interruption between steps, undoes the ones before (the new
+   * key deleted, the old key's end put back) and says so.
+   */
   async #newKeyOn(
     plan: StagePlan,
-    { name, tags }: { name: string; tags: Record<string, string> },
-  ): Promise<CreatedKey> {
-    const key = await this.#send(new CreateApiKeyCommand({ name, enabled: true, tags }))
-    if (!key.id || !key.value) throw new Error('CreateApiKey answered without an id or value')
-    const id = key.id
+    {
+      name,
+      tags,
+      onCreated,
+      replacing,
+    }: {
+      name: string
+      tags: Record<string, string>
+      onCreated: ((key: { id: string; value: string }) => void) | undefined
+      replacing?: { id: string; tags: Record<string, string> | undefined; overlapMs?: number }
+    },
+  ): Promise<CreatedKey & { disableAfter: string | undefined }> {
+    const undo: UndoStep[] = []
+    let step = 'CreateApiKey'
+    let newId: string | undefined
+    let disableAfter: string | undefined
     try {
+      const key = await this.#send(new CreateApiKeyCommand({ name, enabled: true, tags }))
+      if (!key.id || !key.value) throw new Error('CreateApiKey answered without an id or value')
+      const id = key.id
+      newId = id
+      undo.push({
+        what: `deleted the new key ${id}`,
+        left: `key ${id} still exists, on no plan or on ${plan.label} (npm run keys -- revoke ${id})`,
+        run: () => this.#send(new DeleteApiKeyCommand({ apiKey: id })),
+      })
+      onCreated?.({ id, value: key.value })
+      if (replacing?.overlapMs !== undefined) {
+        this.#checkpoint()
+        step = 'TagResource'
+        const old = replacing.id
+        const previous = replacing.tags?.[DISABLE_AFTER_TAG]
+        disableAfter = new Date(this.#clock() + replacing.overlapMs).toISOString()
+        // Registered before the call: a call refused or cut off may still have been applied.
+        undo.push({
+          what:
+            previous === undefined
+              ? `removed the end it had written on key ${old}`
+              : `put back key ${old}'s earlier end ${previous}`,
+          left: `key ${old} stops working at ${disableAfter} (remove its tag ${DISABLE_AFTER_TAG} in the console, or rotate it again)`,
+          run: () =>
+            previous === undefined
+              ? this.#send(
+                  new UntagResourceCommand({
+                    resourceArn: this.#keyArn(old),
+                    tagKeys: [DISABLE_AFTER_TAG],
+                  }),
+                )
+              : this.#send(
+                  new TagResourceCommand({
+                    resourceArn: this.#keyArn(old),
+                    tags: { [DISABLE_AFTER_TAG]: previous },
+                  }),
+                ),
+        })
+        await this.#send(
+          new TagResourceCommand({
+            resourceArn: this.#keyArn(old),
+            tags: { [DISABLE_AFTER_TAG]: disableAfter },
+          }),
+        )
+      }
+      this.#checkpoint()
+      step = 'CreateUsagePlanKey'
       await this.#send(
         new CreateUsagePlanKeyCommand({ usagePlanId: plan.id, keyId: id, keyType: 'API_KEY' }),
       )
+      return {
+        id,
+        name,
+        value: key.value,
+        plan: plan.label,
+        limits: (plan.grant as { limits: PlanLimits }).limits,
+        disableAfter,
+      }
     } catch (error) {
-      // A key on no plan gets 401 anyway; it must not linger towards the ceiling.
-      await this.#send(new DeleteApiKeyCommand({ apiKey: id })).catch(() => undefined)
-      throw error
-    }
-    const grants = this.#grantsOn(plan)
-    await this.#awaitMirror(hashApiKey(key.value), (item) => grants(item, id), `key ${id} to work`)
-    return {
-      id,
-      name,
-      value: key.value,
-      plan: plan.label,
-      limits: (plan.grant as { limits: PlanLimits }).limits,
+      const why =
+        error instanceof Interrupted
+          ? `interrupted (SIGINT or SIGTERM) before ${step}`
+          : `${step} failed: ${causeOf(error)}`
+      const what = replacing ? `Rotation of key ${replacing.id}` : 'Create'
+      const { undone, left } = await this.#undo(undo)
+      const discard = newId === undefined ? '' : ` (discard the value printed for key ${newId})`
+      if (left.length > 0) {
+        throw new KeyAdminError(
+          `${what} stopped (${why}) and could not be undone fully: ${left.join('; ')}${undone.length > 0 ? `; the CLI ${undone.join(' and ')}` : ''}`,
+          { cause: error },
+        )
+      }
+      const unchanged = replacing
+        ? `nothing changed: key ${replacing.id} works as before, with no new key`
+        : 'nothing changed: no key was made'
+      throw new KeyAdminError(
+        `${what} stopped (${why})${undone.length > 0 ? `; the CLI ${undone.join(' and ')}${discard}` : ''}: ${unchanged}`,
+        { cause: error },
+      )
     }
   }
 
@@ -421,10 +702,12 @@ export class KeyAdmin {
     let usageUnavailable: string | undefined
     const today = utcDay(this.#clock())
     for (const plan of plans) {
-      const planKeys = await this.#all((position) =>
-        this.#send(
-          new GetUsagePlanKeysCommand({ usagePlanId: plan.id, position, limit: PAGE_SIZE }),
-        ),
+      const planKeys = await this.#all(
+        `keys of usage plan ${plan.id} (GetUsagePlanKeys)`,
+        (position) =>
+          this.#send(
+            new GetUsagePlanKeysCommand({ usagePlanId: plan.id, position, limit: PAGE_SIZE }),
+          ),
       )
       for (const { id } of planKeys) if (id) planOfKey.set(id, plan)
       if (planKeys.length === 0 || usageUnavailable !== undefined) continue
@@ -466,6 +749,7 @@ export class KeyAdmin {
     const key = await this.#key(idOrName)
     const { plans } = await this.stagePlans()
     const plan = await this.#stagePlanOf(key.id, plans)
+    this.#beforeChange()
     await this.#send(
       new UpdateApiKeyCommand({
         apiKey: key.id,
@@ -481,18 +765,19 @@ export class KeyAdmin {
     await this.#awaitMirror(
       hashApiKey(key.value),
       (item) => (works ? grants(item, key.id) : item === undefined),
-      works ? `key ${key.id} to work` : `key ${key.id} to stop working`,
+      `Key ${key.id} is ${enabled ? 'enabled' : 'disabled'}`,
     )
     return { id: key.id, name: key.name ?? '', plan: plan?.label, works }
   }
 
   async revoke(idOrName: string) {
     const key = await this.#key(idOrName)
+    this.#beforeChange()
     await this.#send(new DeleteApiKeyCommand({ apiKey: key.id }))
     await this.#awaitMirror(
       hashApiKey(key.value),
       (item) => item === undefined,
-      `key ${key.id} to stop working`,
+      `Key ${key.id} is revoked (deleted)`,
     )
     return { id: key.id, name: key.name ?? '' }
   }
@@ -500,7 +785,9 @@ export class KeyAdmin {
   /**
    * Off its plan, onto another. API Gateway refuses a second plan of the same stage, so the old
    * one goes first: a scheduled sync that runs exactly in between refuses the key until the
-   * sync this command runs right after (seconds).
+   * sync this command runs right after (seconds). A failed step or an interruption in between is
+   * undone: where the key is then is read back (a call refused or cut off may still have been
+   * applied), and a key left on no plan goes back onto its old one.
    */
   async move(idOrName: string, selector: PlanSelector) {
     const key = await this.#key(idOrName)
@@ -510,27 +797,126 @@ export class KeyAdmin {
     if (current?.id === target.id) {
       throw new KeyAdminError(`Key ${key.id} is already on ${target.label}`)
     }
-    if (current) {
-      await this.#send(new DeleteUsagePlanKeyCommand({ usagePlanId: current.id, keyId: key.id }))
+    const from = current?.label ?? 'no plan'
+    this.#beforeChange()
+    let step = current ? 'DeleteUsagePlanKey' : 'CreateUsagePlanKey'
+    try {
+      if (current) {
+        await this.#send(new DeleteUsagePlanKeyCommand({ usagePlanId: current.id, keyId: key.id }))
+        this.#checkpoint()
+        step = 'CreateUsagePlanKey'
+      }
+      await this.#send(
+        new CreateUsagePlanKeyCommand({
+          usagePlanId: target.id,
+          keyId: key.id,
+          keyType: 'API_KEY',
+        }),
+      )
+    } catch (error) {
+      const why =
+        error instanceof Interrupted
+          ? `interrupted (SIGINT or SIGTERM) before ${step}`
+          : `${step} failed: ${causeOf(error)}`
+      throw await this.#undoMove(key.id, { current, target, plans, why, error })
     }
-    await this.#send(
-      new CreateUsagePlanKeyCommand({ usagePlanId: target.id, keyId: key.id, keyType: 'API_KEY' }),
-    )
     const works = key.enabled === true && !isPastDisableAfter(key.tags, this.#clock())
     const grants = this.#grantsOn(target)
     await this.#awaitMirror(
       hashApiKey(key.value),
       (item) => (works ? grants(item, key.id) : item === undefined),
-      `key ${key.id} on ${target.label}`,
+      `Key ${key.id} is moved from ${from} to ${target.label}`,
     )
     return { id: key.id, from: current?.label, to: target.label, works }
   }
 
+  /** Puts a key a failed move left on no plan back onto its old plan; the error that says where it is. */
+  async #undoMove(
+    keyId: string,
+    {
+      current,
+      target,
+      plans,
+      why,
+      error,
+    }: {
+      current: StagePlan | undefined
+      target: StagePlan
+      plans: StagePlan[]
+      why: string
+      error: unknown
+    },
+  ): Promise<KeyAdminError> {
+    const stopped = `Move of key ${keyId} to ${target.label} stopped (${why})`
+    let now: StagePlan | undefined
+    try {
+      now = await this.#retryingThrottled(() => this.#stagePlanOf(keyId, plans))
+    } catch (readError) {
+      return new KeyAdminError(
+        `${stopped}, and where the key is now could not be read (${causeOf(readError)}): run npm run keys -- list; if key ${keyId} is on no plan, npm run keys -- move ${keyId} ${current ? `--plan/--customer of ${current.label}` : ''}`.trimEnd(),
+        { cause: error },
+      )
+    }
+    if (now?.id === target.id) {
+      return new KeyAdminError(
+        `${stopped}, but API Gateway applied it: key ${keyId} is on ${target.label}; the scheduled sync (every minute) brings its new limits into force`,
+        { cause: error },
+      )
+    }
+    if (now?.id === current?.id) {
+      return new KeyAdminError(
+        `${stopped}: nothing changed, key ${keyId} is on ${current?.label ?? 'no plan'} as before`,
+        { cause: error },
+      )
+    }
+    const plan = current as StagePlan
+    const { left } = await this.#undo([
+      {
+        what: `put key ${keyId} back on ${plan.label}`,
+        left: `key ${keyId} is on no plan of stage ${this.#stage} and gets 401 (npm run keys -- move ${keyId} to put it on a plan)`,
+        run: () =>
+          this.#send(
+            new CreateUsagePlanKeyCommand({
+              usagePlanId: plan.id,
+              keyId,
+              keyType: 'API_KEY',
+            }),
+          ),
+      },
+    ])
+    return new KeyAdminError(
+      left.length > 0
+        ? `${stopped} and could not be undone: ${left.join('; ')}`
+        : `${stopped}; the CLI put key ${keyId} back on ${plan.label}: nothing changed`,
+      { cause: error },
+    )
+  }
+
   /**
    * A new key on the old key's plan. The old key keeps working until it is revoked, or, with an
-   * overlap, until its disable-after tag passes (the key sync then leaves it out).
+   * overlap, until its disable-after tag passes (the key sync then leaves it out). The overlap is
+   * checked before any call, the new key's value handed out as soon as it exists, and the old
+   * key's end written before the new key is attached (#newKeyOn).
    */
-  async rotate(idOrName: string, { overlapMs }: { overlapMs?: number } = {}) {
+  async rotate(
+    idOrName: string,
+    {
+      overlapMs,
+      onCreated,
+    }: { overlapMs?: number; onCreated?: (key: { id: string; value: string }) => void } = {},
+  ) {
+    if (
+      overlapMs !== undefined &&
+      !(
+        Number.isSafeInteger(overlapMs) &&
+        overlapMs >= OVERLAP_RANGE_MS.min &&
+        overlapMs <= OVERLAP_RANGE_MS.max
+      )
+    ) {
+      throw new KeyAdminError(
+        `--overlap must be from ${inWords(OVERLAP_RANGE_MS.min)} to ${inWords(OVERLAP_RANGE_MS.max)}: nothing changed`,
+      )
+    }
     const old = await this.#key(idOrName)
     const { plans, regionPlans } = await this.stagePlans()
     const plan = await this.#stagePlanOf(old.id, plans)
@@ -544,20 +930,25 @@ export class KeyAdmin {
       { apiKeys: (await this.#regionKeys()).length, usagePlans: regionPlans },
       'key',
     )
-    const created = await this.#newKeyOn(plan, {
+    this.#beforeChange()
+    const { disableAfter, ...created } = await this.#newKeyOn(plan, {
       name: old.name ?? '',
       tags: { [ROTATED_FROM_TAG]: old.id },
+      onCreated,
+      replacing: {
+        id: old.id,
+        tags: old.tags,
+        ...(overlapMs === undefined ? {} : { overlapMs }),
+      },
     })
-    let disableAfter: string | undefined
-    if (overlapMs !== undefined) {
-      disableAfter = new Date(this.#clock() + overlapMs).toISOString()
-      await this.#send(
-        new TagResourceCommand({
-          resourceArn: `arn:aws:apigateway:${this.#region}::/apikeys/${old.id}`,
-          tags: { [DISABLE_AFTER_TAG]: disableAfter },
-        }),
-      )
-    }
+    const grants = this.#grantsOn(plan)
+    await this.#awaitMirror(
+      hashApiKey(created.value),
+      (item) => grants(item, created.id),
+      `Key ${created.id} is created on ${plan.label} to replace key ${old.id}${
+        disableAfter ? `, which works until ${disableAfter}` : ', which works until revoked'
+      },`,
+    )
     return { created, oldId: old.id, disableAfter }
   }
 
@@ -611,7 +1002,7 @@ export class KeyAdmin {
     const { plans } = await this.stagePlans()
     const rows = []
     for (const plan of plans) {
-      const keys = await this.#all((position) =>
+      const keys = await this.#all(`keys of usage plan ${plan.id} (GetUsagePlanKeys)`, (position) =>
         this.#send(
           new GetUsagePlanKeysCommand({ usagePlanId: plan.id, position, limit: PAGE_SIZE }),
         ),

@@ -5,8 +5,10 @@ import { openStageTarget, type StageTarget, type TargetChoice } from './stage-ta
 
 /**
  * `npm run keys -- …`: the one way to manage keys, locally and on AWS. Key values go to stdout
- * only for a key just created (so `KEY=$(npm run -s keys -- create --plan free)` works); every
- * other line goes to stderr. Exit codes: 0 done, 1 failed, 2 a usage error.
+ * only for a key just created (so `KEY=$(npm run -s keys -- create --plan free)` works), as soon
+ * as the key exists, so no failure or interruption after that loses it; every other line goes
+ * to stderr. Exit codes: 0 done, 1 failed (the message says what is changed, by key id), 2 a
+ * usage error.
  */
 export const KEYS_USAGE = `usage: npm run keys -- [--stage staging|production [--region R] | --url http://127.0.0.1:3000] <command>
   create --plan <${PLAN_NAMES.join('|')}> | --customer <name>  [--name <name>]
@@ -17,7 +19,7 @@ export const KEYS_USAGE = `usage: npm run keys -- [--stage staging|production [-
   move <id> --plan <plan> | --customer <name>
                                   put a key on another plan (its limits change at once)
   rotate <id> [--overlap 24h]     a new key on the same plan; the old one works until revoked,
-                                  or until the overlap (s, m, h or d) ends
+                                  or until the overlap (5m to 365d, in m, h or d) ends
   plan list                       the stage's usage plans
   plan create --customer <name> --per-minute <n> --per-day <n>
                                   a per-customer Enterprise plan
@@ -27,6 +29,9 @@ export interface CommandIo {
   stdout: (text: string) => void
   stderr: (text: string) => void
   env: NodeJS.ProcessEnv
+  /** Aborted on Ctrl-C or SIGTERM (keys-cli.ts): the command stops at its next step, undoing a
+   * change left halfway, and says what is changed. */
+  signal?: AbortSignal
 }
 
 /** Opens a stage (tests pass their own). */
@@ -86,6 +91,8 @@ const run = async (
 ): Promise<void> => {
   const { admin, stage } = target
   const say = (line: string) => io.stderr(`${line}\n`)
+  // The value is printed the moment the key exists: a failure or Ctrl-C later cannot lose it.
+  const printValue = (key: { value: string }) => io.stdout(`${key.value}\n`)
   const str = (name: string) => values[name] as string | undefined
   const idArg = () => {
     const id = args[0]
@@ -96,8 +103,7 @@ const run = async (
     case 'create': {
       const selector = selectorOf({ plan: str('plan'), customer: str('customer') })
       const name = str('name') ?? `key-${new Date().toISOString().slice(0, 10)}`
-      const key = await admin.createKey({ selector, name })
-      io.stdout(`${key.value}\n`)
+      const key = await admin.createKey({ selector, name, onCreated: printValue })
       say(
         `created key ${key.id} "${key.name}" on ${key.plan} (${key.limits.perMinute}/minute, ${key.limits.perDay}/day) on stage ${stage}: it works now`,
       )
@@ -158,11 +164,10 @@ const run = async (
     }
     case 'rotate': {
       const overlap = str('overlap')
-      const result = await admin.rotate(
-        idArg(),
-        overlap === undefined ? {} : { overlapMs: parseDuration(overlap) },
-      )
-      io.stdout(`${result.created.value}\n`)
+      const result = await admin.rotate(idArg(), {
+        onCreated: printValue,
+        ...(overlap === undefined ? {} : { overlapMs: parseDuration(overlap) }),
+      })
       say(
         `created key ${result.created.id} on ${result.created.plan}: it works now. Key ${result.oldId} works ${
           result.disableAfter
@@ -251,6 +256,7 @@ export const runKeysCommand = async (
       region: values.region,
       env: io.env,
       warn: (message) => io.stderr(`warning: ${message}\n`),
+      ...(io.signal ? { signal: io.signal } : {}),
     })
     await run(target, command, args, values, io)
     return 0

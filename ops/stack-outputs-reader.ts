@@ -19,6 +19,47 @@ export interface StageOutputs {
   keyMirrorTableName?: string
 }
 
+const regionOf = async (client: CloudFormationClient): Promise<string | undefined> => {
+  try {
+    return await client.config.region()
+  } catch {
+    return undefined
+  }
+}
+
+const configurationError = async (
+  client: CloudFormationClient,
+  name: string,
+  error: unknown,
+): Promise<Error> => {
+  const { name: type = 'Error', message = '' } = (error ?? {}) as {
+    name?: string
+    message?: string
+  }
+  const region = await regionOf(client)
+  if (region === undefined || /region is missing/i.test(message)) {
+    return new Error(
+      `No AWS Region is set: pass --region, or set AWS_REGION (or a profile's region)`,
+    )
+  }
+  if (type === 'ValidationError' && /does not exist/.test(message)) {
+    return new Error(
+      `Stack ${name} does not exist in Region ${region} of this account: deploy the stage, or pass the Region it is in (--region or AWS_REGION)`,
+    )
+  }
+  if (type === 'AccessDenied' || type === 'AccessDeniedException') {
+    return new Error(
+      `Your role may not read stack ${name} (${type}: ${message}): add cloudformation:DescribeStacks on it to your role`,
+    )
+  }
+  if (type === 'CredentialsProviderError' || /ExpiredToken|InvalidClientTokenId/.test(type)) {
+    return new Error(
+      `No valid AWS credentials (${type}): set AWS_PROFILE, or sign in again (aws sso login)`,
+    )
+  }
+  return new Error(`Reading stack ${name} in Region ${region} failed (${type}: ${message})`)
+}
+
 /** The outputs a stage must have, named in the error when one is missing. */
 export const stageOutputsFrom = (outputs: Record<string, string>, where: string): StageOutputs => {
   const required = (name: string): string => {
@@ -39,8 +80,18 @@ export const stageOutputsFrom = (outputs: Record<string, string>, where: string)
   }
 }
 
+/**
+ * A stack's outputs. What cannot pass on a retry ends the command with the setting to fix: a stack
+ * missing from the Region (the wrong Region, or no deploy), a role without DescribeStacks,
+ * credentials that are missing or expired.
+ */
 const outputsOf = async (client: CloudFormationClient, name: string) => {
-  const { Stacks = [] } = await client.send(new DescribeStacksCommand({ StackName: name }))
+  const answer = await client
+    .send(new DescribeStacksCommand({ StackName: name }))
+    .catch(async (error: unknown) => {
+      throw await configurationError(client, name, error)
+    })
+  const { Stacks = [] } = answer
   const stack = Stacks[0]
   if (!stack) throw new Error(`No stack ${name} in this account and Region`)
   return Object.fromEntries(

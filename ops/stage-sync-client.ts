@@ -1,4 +1,5 @@
-import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda'
+import { InvokeCommand, type InvokeCommandOutput, type LambdaClient } from '@aws-sdk/client-lambda'
+import { isThrottlingError } from '@smithy/service-error-classification'
 import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import type { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
@@ -14,9 +15,63 @@ export type MirrorView = Pick<
  * (rather than wait for its schedule), then read what the mirror says about the key.
  */
 export interface StageSync {
-  run(): Promise<KeySyncResult>
+  /** `signal` ends a run's wait early (Ctrl-C): a run only reads API Gateway and writes the mirror. */
+  run(signal?: AbortSignal): Promise<KeySyncResult>
   /** The mirror's item for a key hash; undefined means the key gets 401. */
   mirrored(keyHash: string): Promise<MirrorView | undefined>
+}
+
+/**
+ * A sync run or mirror read that failed, with what to do about it. `retryable` only for what
+ * another try within the CLI's wait can cure: throttling, and the sync's refusal of a read of API
+ * Gateway that contradicts itself (its next run reads again). A missing permission, function or
+ * table fails the same way every time: the CLI stops at once.
+ */
+export class SyncFailure extends Error {
+  override name = 'SyncFailure'
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message)
+  }
+}
+
+type SdkError = Parameters<typeof isThrottlingError>[0]
+
+const errorParts = (error: unknown) => {
+  const { name, message, $metadata } = (error ?? {}) as {
+    name?: string
+    message?: string
+    $metadata?: { httpStatusCode?: number }
+  }
+  return { name: name ?? 'Error', message: message ?? '', status: $metadata?.httpStatusCode }
+}
+
+const isThrottled = (error: unknown): boolean =>
+  typeof error === 'object' && error !== null && isThrottlingError(error as SdkError)
+
+/** The key sync's own "read again" (InconsistentKeyReadError in api-gateway-key-source.ts). */
+const READ_AGAIN = 'InconsistentKeyReadError'
+
+/** Whether another run within the wait may succeed where this one failed. */
+export const isRetryableSyncFailure = (error: unknown): boolean =>
+  error instanceof SyncFailure
+    ? error.retryable
+    : isThrottled(error) || errorParts(error).name === READ_AGAIN
+
+/** Access denied and not found, whichever service said it. */
+const isDenied = (error: unknown) => {
+  const { name, status } = errorParts(error)
+  return name === 'AccessDeniedException' || name === 'AccessDenied' || status === 403
+}
+const isMissing = (error: unknown) => {
+  const { name, status } = errorParts(error)
+  return name === 'ResourceNotFoundException' || status === 404
+}
+const described = (error: unknown) => {
+  const { name, message, status } = errorParts(error)
+  return `${name}${status === undefined ? '' : `, HTTP ${status}`}${message ? `: ${message}` : ''}`
 }
 
 const viewOf = (item: KeyMirrorItem): MirrorView => ({
@@ -37,11 +92,17 @@ export class LocalStageSync implements StageSync {
     this.#fetch = fetchImpl
   }
 
-  async run(): Promise<KeySyncResult> {
-    const response = await this.#fetch(`${this.#origin}/_local/key-sync`, { method: 'POST' })
+  async run(signal?: AbortSignal): Promise<KeySyncResult> {
+    const response = await this.#fetch(`${this.#origin}/_local/key-sync`, {
+      method: 'POST',
+      ...(signal ? { signal } : {}),
+    })
     const body = (await response.json()) as KeySyncResult & { message?: string }
     if (response.status !== 200) {
-      throw new Error(`The local key sync failed: ${body.message ?? response.status}`)
+      throw new SyncFailure(
+        `The local key sync failed: ${body.message ?? response.status}`,
+        response.status === 429,
+      )
     }
     return body
   }
@@ -69,12 +130,15 @@ export interface AwsStageSyncOptions {
   functionName: string
   /** The repository over the stack output KeyMirrorTableName. */
   mirror: Pick<KeyMirrorRepository, 'get'>
+  /** The stack output KeyMirrorTableName (named in errors). */
+  tableName: string
 }
 
 /**
  * A deployed stage: a synchronous Invoke of the key-sync function (its answer is the run's
- * KeySyncResult), and a GetItem on the key mirror table. The operator's credentials need
- * lambda:InvokeFunction on the one and dynamodb:GetItem on the other.
+ * KeySyncResult), and a strongly consistent GetItem on the key mirror table. The operator's
+ * credentials need lambda:InvokeFunction on the one and dynamodb:GetItem on the other; a failure
+ * says which is missing.
  */
 export class AwsStageSync implements StageSync {
   readonly #options: AwsStageSyncOptions
@@ -83,29 +147,82 @@ export class AwsStageSync implements StageSync {
     this.#options = options
   }
 
-  async run(): Promise<KeySyncResult> {
-    const { FunctionError, Payload } = await this.#options.lambda.send(
-      new InvokeCommand({
-        FunctionName: this.#options.functionName,
-        InvocationType: 'RequestResponse',
-        Payload: new TextEncoder().encode(JSON.stringify(CLI_SYNC_EVENT)),
-      }),
-    )
+  async run(signal?: AbortSignal): Promise<KeySyncResult> {
+    const { functionName } = this.#options
+    let answer: InvokeCommandOutput
+    try {
+      answer = await this.#options.lambda.send(
+        new InvokeCommand({
+          FunctionName: functionName,
+          InvocationType: 'RequestResponse',
+          Payload: new TextEncoder().encode(JSON.stringify(CLI_SYNC_EVENT)),
+        }),
+        signal ? { abortSignal: signal } : {},
+      )
+    } catch (error) {
+      if (isThrottled(error)) {
+        throw new SyncFailure(`Lambda throttled the key sync (${described(error)})`, true)
+      }
+      if (isDenied(error)) {
+        throw new SyncFailure(
+          `Your role may not run the key sync (${described(error)}): add lambda:InvokeFunction on ${functionName} to your role`,
+          false,
+        )
+      }
+      if (isMissing(error)) {
+        throw new SyncFailure(
+          `No key-sync function ${functionName} in this account and Region (${described(error)}): check --region (or AWS_REGION), or deploy the stage`,
+          false,
+        )
+      }
+      throw new SyncFailure(`Invoking ${functionName} failed (${described(error)})`, false)
+    }
+    const { FunctionError, Payload } = answer
     const text = Payload ? new TextDecoder().decode(Payload) : ''
     if (FunctionError) {
       let message = FunctionError
+      let errorType = FunctionError
       try {
-        message = (JSON.parse(text) as { errorMessage?: string }).errorMessage ?? message
+        const parsed = JSON.parse(text) as { errorMessage?: string; errorType?: string }
+        message = parsed.errorMessage ?? message
+        errorType = parsed.errorType ?? errorType
       } catch {
         // The function's answer was not JSON: its error type is all there is.
       }
-      throw new Error(`The key sync failed: ${message}`)
+      throw new SyncFailure(
+        `The key sync failed: ${message} (${errorType}; see the key-sync log)`,
+        errorType === READ_AGAIN || isThrottled({ name: errorType }),
+      )
     }
     return JSON.parse(text) as KeySyncResult
   }
 
   async mirrored(keyHash: string): Promise<MirrorView | undefined> {
-    const item = await this.#options.mirror.get(keyHash)
-    return item ? viewOf(item) : undefined
+    const { tableName } = this.#options
+    try {
+      // Strongly consistent: "it gets 401 now" must not rest on a replica a moment behind.
+      const item = await this.#options.mirror.get(keyHash, { consistent: true })
+      return item ? viewOf(item) : undefined
+    } catch (error) {
+      if (isThrottled(error)) {
+        throw new SyncFailure(`Reading the key mirror was throttled (${described(error)})`, true)
+      }
+      if (isDenied(error)) {
+        throw new SyncFailure(
+          `Your role may not read the key mirror (${described(error)}): add dynamodb:GetItem on table ${tableName} to your role`,
+          false,
+        )
+      }
+      if (isMissing(error)) {
+        throw new SyncFailure(
+          `No key mirror table ${tableName} in this account and Region (${described(error)}): check --region (or AWS_REGION), or deploy the stage`,
+          false,
+        )
+      }
+      throw new SyncFailure(
+        `Reading the key mirror ${tableName} failed (${described(error)})`,
+        false,
+      )
+    }
   }
 }

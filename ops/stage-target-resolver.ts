@@ -30,6 +30,8 @@ export interface TargetChoice {
   region?: string | undefined
   env: NodeJS.ProcessEnv
   warn: (message: string) => void
+  /** Ctrl-C or SIGTERM (KeyAdminOptions.signal). */
+  signal?: AbortSignal | undefined
 }
 
 /** The deployed stages (infra/config/stage-config.ts, which loads aws-cdk-lib: not imported here). */
@@ -42,7 +44,11 @@ export const localOrigin = (env: NodeJS.ProcessEnv): string => {
   return `http://${loopback}:${env.PORT?.trim() || '3000'}`
 }
 
-const openLocal = async (origin: string, warn: (message: string) => void): Promise<StageTarget> => {
+const openLocal = async (
+  origin: string,
+  warn: (message: string) => void,
+  signal: AbortSignal | undefined,
+): Promise<StageTarget> => {
   let record: Record<string, string>
   try {
     const response = await fetch(`${origin}/_local/outputs`)
@@ -68,6 +74,7 @@ const openLocal = async (origin: string, warn: (message: string) => void): Promi
     region: 'us-east-1',
     mirrorWaitMs: 10_000,
     warn,
+    ...(signal ? { signal } : {}),
   })
   return { stage: 'local', outputs, admin, close: () => client.destroy() }
 }
@@ -80,7 +87,12 @@ export type DeployedSyncFactory = (parts: {
 }) => StageSync
 
 const invokeKeySyncFunction: DeployedSyncFactory = ({ outputs, lambda, mirror }) =>
-  new AwsStageSync({ lambda, functionName: outputs.keySyncFunctionName as string, mirror })
+  new AwsStageSync({
+    lambda,
+    functionName: outputs.keySyncFunctionName as string,
+    mirror,
+    tableName: outputs.keyMirrorTableName as string,
+  })
 
 /**
  * A deployed stage found by its stack outputs. `syncWith` replaces the Lambda invoke of its key
@@ -91,6 +103,7 @@ export const openDeployedStage = async (
   region: string | undefined,
   warn: (message: string) => void,
   syncWith: DeployedSyncFactory = invokeKeySyncFunction,
+  signal?: AbortSignal,
 ): Promise<StageTarget> => {
   const config = region ? { region } : {}
   const cloudFormation = new CloudFormationClient(config)
@@ -114,11 +127,13 @@ export const openDeployedStage = async (
       region: await api.config.region(),
       pacer: new TokenBucketPacer(CLI_CALL_RATE),
       warn,
+      ...(signal ? { signal } : {}),
     })
     return { stage, outputs, admin, close }
   } catch (error) {
     close()
-    throw error
+    // A missing Region, stack, output or permission: the message says what to set (no stack).
+    throw error instanceof KeyAdminError ? error : new KeyAdminError((error as Error).message)
   }
 }
 
@@ -128,10 +143,13 @@ export const openStageTarget = async ({
   region,
   env,
   warn,
+  signal,
 }: TargetChoice): Promise<StageTarget> => {
-  if (stage === undefined) return openLocal((url ?? localOrigin(env)).replace(/\/+$/, ''), warn)
+  if (stage === undefined) {
+    return openLocal((url ?? localOrigin(env)).replace(/\/+$/, ''), warn, signal)
+  }
   if (!(DEPLOYED_STAGES as readonly string[]).includes(stage)) {
     throw new KeyAdminError(`--stage must be one of ${DEPLOYED_STAGES.join(', ')}`)
   }
-  return openDeployedStage(stage, region, warn)
+  return openDeployedStage(stage, region, warn, invokeKeySyncFunction, signal)
 }

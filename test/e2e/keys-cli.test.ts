@@ -1,9 +1,12 @@
+import { createServer, request, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runKeysCommand } from '#ops/keys-command.ts'
 import {
   apiClient,
   type InProcessServer,
   runScriptToExit,
+  spawnScript,
   startInProcessServer,
 } from '#test/support/local-server.ts'
 
@@ -159,6 +162,69 @@ describe('npm run keys, locally', () => {
     )
     // No key value is ever listed.
     expect(listed.stdout).not.toContain(key)
+  })
+
+  it('Ctrl-C while a rotation waits for the mirror: the new key printed and in API Gateway, the old one ending, both ids named', async () => {
+    const old = await created('--plan', 'pro', '--name', 'ivan')
+    // The local server behind a proxy that holds the CLI's key-sync run: the wait the CLI is in
+    // when the operator presses Ctrl-C.
+    let syncHeld: () => void = () => undefined
+    const waiting = new Promise<void>((resolve) => {
+      syncHeld = resolve
+    })
+    const held: ServerResponse[] = []
+    const proxy = createServer((req, res) => {
+      if (req.method === 'POST' && req.url === '/_local/key-sync') {
+        held.push(res)
+        syncHeld()
+        return
+      }
+      const upstream = request(
+        `${origin}${req.url}`,
+        { method: req.method, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers)
+          answer.pipe(res)
+        },
+      )
+      req.pipe(upstream)
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    try {
+      const cli = spawnScript('ops/keys-cli.ts', [
+        '--url',
+        `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+        'rotate',
+        old.id,
+        '--overlap',
+        '24h',
+      ])
+      await waiting
+      cli.process.kill('SIGINT')
+      expect(await cli.exited).toBe(1)
+      const output = cli.output()
+      const newId = /Key (\w+) is created on pro to replace key/.exec(output)?.[1] as string
+      expect(output).toMatch(
+        new RegExp(
+          `Key ${newId} is created on pro to replace key ${old.id}, which works until \\S+, in API Gateway, but interrupted \\(SIGINT or SIGTERM\\) before the key mirror showed it`,
+        ),
+      )
+      const fresh = cli.stdout().trim()
+      expect(fresh).toMatch(/^\S{20,}$/)
+      expect(output).not.toContain(old.key)
+      // The scheduled sync's part: then the printed value is the new key, on the old key's plan.
+      await server.syncKeys()
+      expect(await policyOf(fresh)).toContain('q=300')
+      expect(await policyOf(old.key)).toContain('q=300')
+      const listed = await keys('list')
+      expect(listed.stdout).toMatch(
+        new RegExp(`${old.id}\\s+ivan\\s+pro\\s+yes\\s+\\S+\\s+\\d+\\s+works until`),
+      )
+      expect(listed.stdout).toMatch(new RegExp(`${newId}\\s+ivan\\s+pro\\s+yes`))
+    } finally {
+      for (const res of held) res.destroy()
+      await new Promise((resolve) => proxy.close(resolve))
+    }
   })
 
   it('answers usage errors with exit 2 and the usage, and a missing server with exit 1', async () => {

@@ -1,16 +1,22 @@
+import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { resolve } from 'node:path'
 import {
   APIGatewayClient,
   CreateUsagePlanKeyCommand,
   type GetApiKeyCommand,
   GetApiKeysCommand,
   GetUsagePlanCommand,
+  TooManyRequestsException,
 } from '@aws-sdk/client-api-gateway'
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
+import { mockClient } from 'aws-sdk-client-mock'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import {
   ApiGatewayKeySource,
   DISABLE_AFTER_TAG,
+  InconsistentKeyReadError,
 } from '#functions/key-sync/api-gateway-key-source.ts'
 import { TokenBucketPacer } from '#functions/key-sync/call-pacer.ts'
 import { type KeySyncResult, NOTHING_DONE } from '#functions/key-sync/key-sync-handler.ts'
@@ -23,10 +29,17 @@ import {
   KeyAdminError,
   type KeyAdminOptions,
 } from '#ops/key-admin-service.ts'
+import { permissionPattern } from '#ops/management-permissions-config.ts'
 import { stageOutputsFrom } from '#ops/stack-outputs-reader.ts'
-import type { MirrorView, StageSync } from '#ops/stage-sync-client.ts'
+import {
+  AwsStageSync,
+  type MirrorView,
+  type StageSync,
+  SyncFailure,
+} from '#ops/stage-sync-client.ts'
 import { DEFAULT_ENTERPRISE_LIMITS, PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
+import { ROOT } from '#test/support/local-server.ts'
 
 /**
  * What `npm run keys` does to a stage, against the emulated control plane through the real AWS
@@ -324,7 +337,7 @@ describe('waiting for the mirror', () => {
     sync.run = async () => {
       if (failures > 0) {
         failures -= 1
-        throw new Error('Inconsistent read of API Gateway')
+        throw new InconsistentKeyReadError(['k-missing'])
       }
       return read()
     }
@@ -334,7 +347,7 @@ describe('waiting for the mirror', () => {
 
     failures = Number.POSITIVE_INFINITY
     await expect(adminWith().revoke(key.id)).rejects.toThrow(
-      'The change is made in API Gateway, but the key sync failed (Inconsistent read of API Gateway)',
+      `Key ${key.id} is revoked (deleted) in API Gateway, but the key sync failed (InconsistentKeyReadError: Inconsistent read of API Gateway`,
     )
     expect(store.apiKeys().some((candidate) => candidate.id === key.id)).toBe(false)
   })
@@ -358,9 +371,98 @@ describe('waiting for the mirror', () => {
     })
     const started = now
     await expect(admin.revoke(other.id)).rejects.toThrow(
-      'The change is made in API Gateway, but the key mirror did not show it within 10 s',
+      `Key ${other.id} is revoked (deleted) in API Gateway, but the key mirror did not show it within 10 s`,
     )
     expect(now - started).toBeGreaterThanOrEqual(10_000)
+  })
+})
+
+describe('what no retry cures ends the command at once', () => {
+  /** The deployed sync step (a Lambda Invoke) against a function that answers `error`. */
+  const deployedSyncFailing = (error: Error) => {
+    const lambda = new LambdaClient({
+      region: 'eu-west-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    })
+    const invokes = mockClient(lambda).on(InvokeCommand).rejects(error)
+    return {
+      invokes,
+      sync: new AwsStageSync({
+        lambda,
+        functionName: 'petstore-staging-api-KeySync1234',
+        mirror: { get: async () => undefined },
+        tableName: 'petstore-staging-key-mirror',
+      }),
+    }
+  }
+
+  it.each([
+    [
+      'a deleted key-sync function',
+      Object.assign(new Error('Function not found: petstore-staging-api-KeySync1234'), {
+        name: 'ResourceNotFoundException',
+        $metadata: { httpStatusCode: 404 },
+      }),
+      'No key-sync function petstore-staging-api-KeySync1234 in this account and Region (ResourceNotFoundException, HTTP 404',
+    ],
+    [
+      'a role that may not invoke it',
+      Object.assign(new Error('not authorized to perform: lambda:InvokeFunction'), {
+        name: 'AccessDeniedException',
+        $metadata: { httpStatusCode: 403 },
+      }),
+      'add lambda:InvokeFunction on petstore-staging-api-KeySync1234 to your role',
+    ],
+  ])('%s: one try, the cause and the fix, the key id', async (_, error, fix) => {
+    const key = await adminWith().createKey({ selector: { plan: 'free' }, name: 'tess' })
+    const { invokes, sync: deployed } = deployedSyncFailing(error)
+    const failure = await adminWith({ sync: deployed, mirrorWaitMs: 90_000 })
+      .setEnabled(key.id, false)
+      .catch((caught: Error) => caught)
+    expect((failure as Error).message).toContain(`Key ${key.id} is disabled in API Gateway, but`)
+    expect((failure as Error).message).toContain(fix)
+    expect(invokes.commandCalls(InvokeCommand)).toHaveLength(1)
+    expect(sleeps).toEqual([])
+    expect(store.apiKey(key.id).enabled).toBe(false)
+  })
+
+  it('retries a throttled invoke within the wait', async () => {
+    const key = await adminWith().createKey({ selector: { plan: 'free' }, name: 'tom' })
+    const run = sync.run.bind(sync)
+    let throttles = 2
+    sync.run = async () => {
+      if (throttles-- > 0) throw new SyncFailure('Lambda throttled the key sync', true)
+      return run()
+    }
+    expect(await adminWith().setEnabled(key.id, false)).toMatchObject({ works: false })
+    expect(sleeps).toEqual([2_000, 2_000])
+  })
+
+  it('names the IAM action and resource of a refused management call', async () => {
+    const key = await adminWith().createKey({ selector: { plan: 'free' }, name: 'uri' })
+    const admin = adminWith({
+      client: withFaults([{ operation: 'UpdateApiKey', kind: 'refused' }], new AbortController()),
+    })
+    await expect(admin.setEnabled(key.id, false)).rejects.toThrow(
+      `API Gateway refused UpdateApiKey (AccessDeniedException, HTTP 403: User is not authorized to perform this action): add apigateway:PATCH on arn:aws:apigateway:eu-west-1::/apikeys/${key.id} to your role`,
+    )
+    expect(store.apiKey(key.id).enabled).toBe(true)
+  })
+})
+
+describe('paging', () => {
+  it('fails, naming the listing, when a page position repeats instead of listing part of it', async () => {
+    await adminWith().createKey({ selector: { plan: 'free' }, name: 'page' })
+    const repeating = {
+      send: async (command: GetApiKeyCommand) => {
+        const answer = await client.send(command)
+        // A listing whose every page points at the same next page.
+        return command instanceof GetApiKeysCommand ? { ...answer, position: '500' } : answer
+      },
+    } as unknown as APIGatewayClient
+    await expect(adminWith({ client: repeating }).listKeys()).rejects.toThrow(
+      "API Gateway's API keys (GetApiKeys) listing answered page 2 with a position it gave before",
+    )
   })
 })
 
@@ -378,7 +480,7 @@ describe('pacing and ceilings', () => {
     })
     await admin.createKey({ selector: { plan: 'pro' }, name: 'paced' })
     await admin.listKeys()
-    await admin.rotate('paced', { overlapMs: 60_000 })
+    await admin.rotate('paced', { overlapMs: 300_000 })
     expect(times.length).toBe(admin.calls)
     expect(admin.calls).toBeGreaterThan(20)
     // In any stretch of time, no more calls than the burst plus the rate allow (the fake clock
@@ -421,5 +523,323 @@ describe('pacing and ceilings', () => {
     await expect(
       adminWith().createCustomerPlan({ customer: 'hooli', perMinute: 10, perDay: 100 }),
     ).rejects.toThrow('ask for more through Service Quotas')
+  })
+})
+
+/** What API Gateway answers a call over the account's management quota, and a call refused. */
+const throttled = () =>
+  new TooManyRequestsException({ message: 'Too Many Requests', $metadata: { httpStatusCode: 429 } })
+const refused = () =>
+  Object.assign(new Error('User is not authorized to perform this action'), {
+    name: 'AccessDeniedException',
+    $metadata: { httpStatusCode: 403 },
+  })
+
+interface Fault {
+  /** The management operation, e.g. TagResource. */
+  operation: string
+  /** The error its calls answer, or `interrupt`: the call is made, then Ctrl-C arrives. */
+  kind: 'throttled' | 'refused' | 'interrupt'
+  /** How many calls of the operation fail (default 1). */
+  times?: number
+}
+
+/**
+ * The control plane's client with faults: every `operation` call (up to `times`) fails the way
+ * `kind` says, or is made and followed by an abort (Ctrl-C during that call). The key sync keeps
+ * its own client, as the deployed function does.
+ */
+const withFaults = (faults: Fault[], interrupt: AbortController) => {
+  const left = new Map(faults.map((fault) => [fault, fault.times ?? 1]))
+  return {
+    send: async (command: { constructor: { name: string } }) => {
+      const name = command.constructor.name.replace(/Command$/, '')
+      const fault = faults.find((candidate) => candidate.operation === name)
+      if (fault && (left.get(fault) ?? 0) > 0) {
+        left.set(fault, (left.get(fault) ?? 0) - 1)
+        if (fault.kind === 'throttled') throw throttled()
+        if (fault.kind === 'refused') throw refused()
+        const answer = await client.send(command as GetApiKeyCommand)
+        interrupt.abort()
+        return answer
+      }
+      return client.send(command as GetApiKeyCommand)
+    },
+  } as unknown as APIGatewayClient
+}
+
+const planOf = (keyId: string) => store.plansOfKey(keyId).map((plan) => plan.name)
+
+describe('a rotation interrupted or refused at any step', () => {
+  const OVERLAP = 24 * 3_600_000
+
+  /** A key on Business, rotated through faulty calls; what each step left. */
+  const rotateWith = async (faults: Fault[], { earlierEnd }: { earlierEnd?: string } = {}) => {
+    const old = await adminWith().createKey({ selector: { plan: 'business' }, name: 'zoe' })
+    if (earlierEnd) await store.tag(`/apikeys/${old.id}`, { [DISABLE_AFTER_TAG]: earlierEnd })
+    const keysBefore = store.apiKeys().map((key) => key.id)
+    const interrupt = new AbortController()
+    const handedOut: { id: string; value: string }[] = []
+    const outcome = await adminWith({
+      client: withFaults(faults, interrupt),
+      signal: interrupt.signal,
+    })
+      .rotate(old.id, { overlapMs: OVERLAP, onCreated: (key) => handedOut.push(key) })
+      .then(
+        () => 'done',
+        (error: Error) => error.message,
+      )
+    const created = store.apiKeys().filter((key) => !keysBefore.includes(key.id))
+    return { old, outcome, handedOut, created }
+  }
+
+  it.each([
+    ['CreateApiKey', 'throttled'],
+    ['CreateApiKey', 'refused'],
+    ['TagResource', 'throttled'],
+    ['TagResource', 'refused'],
+    ['CreateUsagePlanKey', 'throttled'],
+    ['CreateUsagePlanKey', 'refused'],
+    ['CreateApiKey', 'interrupt'],
+    ['TagResource', 'interrupt'],
+  ] as const)(
+    '%s %s: the old state, the new key deleted, the old key without an end',
+    async (operation, kind) => {
+      const { old, outcome, handedOut, created } = await rotateWith([{ operation, kind }])
+      expect(created).toEqual([])
+      expect(store.apiKey(old.id).tags).toEqual({})
+      expect(planOf(old.id)).toEqual(['petstore-local-business'])
+      expect(sync.mirror.has(hashApiKey(old.value))).toBe(true)
+      expect(outcome).toContain(`Rotation of key ${old.id} stopped (`)
+      expect(outcome).toContain(`nothing changed: key ${old.id} works as before, with no new key`)
+      expect(outcome).toContain(
+        kind === 'interrupt' ? 'interrupted (SIGINT or SIGTERM) before' : `${operation} failed`,
+      )
+      if (kind === 'refused' && operation !== 'CreateApiKey') {
+        expect(outcome).toContain(`add apigateway:`)
+      }
+      // A key that existed for a moment was handed out, and the message says it is void.
+      for (const key of handedOut) {
+        expect(outcome).toContain(`deleted the new key ${key.id}`)
+        expect(outcome).toContain(`discard the value printed for key ${key.id}`)
+        expect(outcome).not.toContain(key.value)
+      }
+      expect(handedOut).toHaveLength(operation === 'CreateApiKey' && kind !== 'interrupt' ? 0 : 1)
+    },
+  )
+
+  it('puts back an end the old key already had', async () => {
+    const earlierEnd = new Date(now + 3_600_000).toISOString()
+    const { old, outcome } = await rotateWith(
+      [{ operation: 'CreateUsagePlanKey', kind: 'throttled' }],
+      { earlierEnd },
+    )
+    expect(store.apiKey(old.id).tags).toEqual({ [DISABLE_AFTER_TAG]: earlierEnd })
+    expect(outcome).toContain(`put back key ${old.id}'s earlier end ${earlierEnd}`)
+  })
+
+  it('interrupted while waiting for the mirror: the new state, the value handed out, both ids named', async () => {
+    const old = await adminWith().createKey({ selector: { plan: 'pro' }, name: 'yuri' })
+    const interrupt = new AbortController()
+    sync.scripted = [{ skipped: 'lease-held' }]
+    const run = sync.run.bind(sync)
+    sync.run = async () => {
+      interrupt.abort()
+      return run()
+    }
+    const handedOut: { id: string; value: string }[] = []
+    const error = await adminWith({ signal: interrupt.signal })
+      .rotate(old.id, { overlapMs: OVERLAP, onCreated: (key) => handedOut.push(key) })
+      .catch((failure: Error) => failure)
+    const [fresh] = handedOut
+    expect(fresh).toBeDefined()
+    const newId = fresh?.id as string
+    expect(store.apiKey(newId).value).toBe(fresh?.value)
+    expect(planOf(newId)).toEqual(['petstore-local-pro'])
+    const disableAfter = new Date(START + OVERLAP).toISOString()
+    expect(store.apiKey(old.id).tags).toEqual({ [DISABLE_AFTER_TAG]: disableAfter })
+    expect((error as Error).message).toBe(
+      `Key ${newId} is created on pro to replace key ${old.id}, which works until ${disableAfter}, in API Gateway, but interrupted (SIGINT or SIGTERM) before the key mirror showed it: the scheduled sync (every minute) brings it into force by itself`,
+    )
+    expect(sleeps).toEqual([])
+  })
+
+  it('says what is left when undoing fails too, naming the key ids and the fix', async () => {
+    const { old, outcome, handedOut } = await rotateWith([
+      { operation: 'CreateUsagePlanKey', kind: 'refused' },
+      { operation: 'DeleteApiKey', kind: 'throttled', times: 9 },
+      { operation: 'UntagResource', kind: 'refused' },
+    ])
+    const newId = handedOut[0]?.id as string
+    expect(outcome).toContain('could not be undone fully')
+    expect(outcome).toContain(
+      `key ${newId} still exists, on no plan or on business (npm run keys -- revoke ${newId})`,
+    )
+    expect(outcome).toMatch(
+      new RegExp(`key ${old.id} stops working at \\S+ \\(remove its tag petstore:disableAfter`),
+    )
+    expect(store.apiKey(newId).id).toBe(newId)
+    expect(planOf(newId)).toEqual([])
+  })
+
+  it.each([
+    ['a minute', 60_000],
+    ['more than a year', 366 * 86_400_000],
+    ['past the date range', 9e15],
+  ])('refuses an overlap of %s before any call', async (_, overlapMs) => {
+    const old = await adminWith().createKey({ selector: { plan: 'free' }, name: 'xena' })
+    const keys = store.apiKeys().length
+    const admin = adminWith()
+    await expect(admin.rotate(old.id, { overlapMs })).rejects.toThrow(
+      '--overlap must be from 5m to 365d: nothing changed',
+    )
+    expect(admin.calls).toBe(0)
+    expect(store.apiKeys()).toHaveLength(keys)
+    expect(store.apiKey(old.id).tags).toEqual({})
+  })
+})
+
+describe('a move interrupted or refused at any step', () => {
+  const moveWith = async (faults: Fault[]) => {
+    const key = await adminWith().createKey({ selector: { plan: 'pro' }, name: 'walt' })
+    const interrupt = new AbortController()
+    const outcome = await adminWith({
+      client: withFaults(faults, interrupt),
+      signal: interrupt.signal,
+    })
+      .move(key.id, { plan: 'business' })
+      .then(
+        () => 'done',
+        (error: Error) => error.message,
+      )
+    return { key, outcome }
+  }
+
+  it.each([
+    ['DeleteUsagePlanKey', 'throttled'],
+    ['DeleteUsagePlanKey', 'refused'],
+  ] as const)('%s %s: nothing changed', async (operation, kind) => {
+    const { key, outcome } = await moveWith([{ operation, kind }])
+    expect(planOf(key.id)).toEqual(['petstore-local-pro'])
+    expect(outcome).toContain(`Move of key ${key.id} to business stopped (${operation} failed`)
+    expect(outcome).toContain(`nothing changed, key ${key.id} is on pro as before`)
+  })
+
+  it.each([
+    ['CreateUsagePlanKey', 'throttled'],
+    ['CreateUsagePlanKey', 'refused'],
+    ['DeleteUsagePlanKey', 'interrupt'],
+  ] as const)('%s %s: the key goes back on its old plan', async (operation, kind) => {
+    const { key, outcome } = await moveWith([{ operation, kind }])
+    expect(planOf(key.id)).toEqual(['petstore-local-pro'])
+    expect(outcome).toContain(`Move of key ${key.id} to business stopped (`)
+    expect(outcome).toContain(`the CLI put key ${key.id} back on pro: nothing changed`)
+    if (kind === 'refused') {
+      expect(outcome).toMatch(
+        /add apigateway:POST on arn:aws:apigateway:eu-west-1::\/usageplans\/\w+\/keys to your role/,
+      )
+    }
+  })
+
+  it('a call that was applied though its answer was lost: the new state, said so', async () => {
+    const key = await adminWith().createKey({ selector: { plan: 'pro' }, name: 'vera' })
+    const lost = {
+      send: async (command: GetApiKeyCommand) => {
+        const answer = await client.send(command)
+        if (command instanceof CreateUsagePlanKeyCommand) throw throttled()
+        return answer
+      },
+    } as unknown as APIGatewayClient
+    await expect(adminWith({ client: lost }).move(key.id, { plan: 'business' })).rejects.toThrow(
+      `but API Gateway applied it: key ${key.id} is on business`,
+    )
+    expect(planOf(key.id)).toEqual(['petstore-local-business'])
+  })
+
+  it('names a key left on no plan when putting it back fails too', async () => {
+    const { key, outcome } = await moveWith([
+      { operation: 'CreateUsagePlanKey', kind: 'throttled', times: 9 },
+    ])
+    expect(planOf(key.id)).toEqual([])
+    expect(outcome).toContain(
+      `could not be undone: key ${key.id} is on no plan of stage local and gets 401`,
+    )
+  })
+
+  it('interrupted while waiting for the mirror: the new state, said so', async () => {
+    const key = await adminWith().createKey({ selector: { plan: 'pro' }, name: 'uma' })
+    const interrupt = new AbortController()
+    sync.run = async () => {
+      interrupt.abort()
+      return { ...IDLE_RESULT, skipped: 'lease-held' }
+    }
+    await expect(
+      adminWith({ signal: interrupt.signal }).move(key.id, { plan: 'business' }),
+    ).rejects.toThrow(
+      `Key ${key.id} is moved from pro to business in API Gateway, but interrupted (SIGINT or SIGTERM) before the key mirror showed it`,
+    )
+    expect(planOf(key.id)).toEqual(['petstore-local-business'])
+  })
+})
+
+describe('the IAM table of docs/operations.md', () => {
+  /** The table's `apigateway:…` patterns in the row of a command. */
+  const documented = (command: string): string[] => {
+    const docs = readFileSync(resolve(ROOT, 'docs/operations.md'), 'utf8')
+    const table = docs.slice(docs.indexOf('### IAM permissions'))
+    const row = table.split('\n').find((line) => line.startsWith(`| ${command} |`))
+    expect(row, command).toBeDefined()
+    return [
+      ...new Set(
+        [...(row ?? '').matchAll(/`(apigateway:[A-Z]+ [^`]+)`/g)].map((m) => m[1] as string),
+      ),
+    ].sort()
+  }
+
+  it('names exactly the management calls each command makes, undoing included', async () => {
+    const made = new Map<string, Set<string>>()
+    const recording = (command: string, faults: Fault[] = []) => {
+      const inner = withFaults(faults, new AbortController())
+      return adminWith({
+        client: {
+          send: (call: { constructor: { name: string } }) => {
+            const patterns = permissionPattern(call.constructor.name)
+            expect(patterns, call.constructor.name).not.toEqual([])
+            const seen = made.get(command) ?? new Set<string>()
+            for (const pattern of patterns) seen.add(pattern)
+            made.set(command, seen)
+            return inner.send(call as GetApiKeyCommand)
+          },
+        } as unknown as APIGatewayClient,
+      })
+    }
+    const attachRefused: Fault[] = [{ operation: 'CreateUsagePlanKey', kind: 'refused' }]
+    const key = await recording('`create`').createKey({ selector: { plan: 'pro' }, name: 'iam' })
+    await recording('`create`', attachRefused)
+      .createKey({ selector: { plan: 'pro' }, name: 'iam-undone' })
+      .catch(() => undefined)
+    await recording('`list`').listKeys()
+    await recording('`disable`, `enable`').setEnabled(key.id, false)
+    await recording('`disable`, `enable`').setEnabled(key.id, true)
+    await recording('`move`').move(key.id, { plan: 'business' })
+    await recording('`move`', [{ operation: 'CreateUsagePlanKey', kind: 'throttled' }])
+      .move(key.id, { plan: 'pro' })
+      .catch(() => undefined)
+    const { created } = await recording('`rotate`').rotate(key.id, { overlapMs: 3_600_000 })
+    // A key without an end yet: undoing removes the end it wrote (UntagResource).
+    await recording('`rotate`', attachRefused)
+      .rotate(created.id, { overlapMs: 3_600_000 })
+      .catch(() => undefined)
+    await recording('`plan create`').createCustomerPlan({
+      customer: 'iam',
+      perMinute: 10,
+      perDay: 100,
+    })
+    await recording('`plan list`').listPlans()
+    await recording('`revoke`').revoke(key.id)
+    expect(made.size).toBe(8)
+    for (const [command, patterns] of made) {
+      expect(documented(command), command).toEqual([...patterns].sort())
+    }
   })
 })

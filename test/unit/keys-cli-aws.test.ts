@@ -1,14 +1,17 @@
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation'
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb'
 import { mockClient } from 'aws-sdk-client-mock'
 import { describe, expect, it } from 'vitest'
 import { stackName } from '#infra/config/stack-names-config.ts'
 import { STAGE_NAMES } from '#infra/config/stage-config.ts'
 import { parseDuration } from '#ops/keys-command.ts'
 import { readStackOutputs } from '#ops/stack-outputs-reader.ts'
-import { AwsStageSync, CLI_SYNC_EVENT } from '#ops/stage-sync-client.ts'
+import { AwsStageSync, CLI_SYNC_EVENT, isRetryableSyncFailure } from '#ops/stage-sync-client.ts'
 import { DEPLOYED_STAGES, localOrigin, openStageTarget } from '#ops/stage-target-resolver.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
+import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 
 /**
  * What the keys CLI does against AWS that the local server does not exercise: finding a stage by
@@ -103,18 +106,18 @@ describe('a deployed stage, found by its stack outputs', () => {
   })
 })
 
-describe("a deployed stage's sync and mirror", () => {
-  const item: KeyMirrorItem = {
-    keyHash: 'a'.repeat(64),
-    keyId: 'k1',
-    enabled: true,
-    plan: 'pro',
-    perMinute: 300,
-    perDay: 10_000,
-    usagePlanId: 'ppro01',
-    syncedAt: '2026-11-22T12:00:00.000Z',
-  }
+const item: KeyMirrorItem = {
+  keyHash: 'a'.repeat(64),
+  keyId: 'k1',
+  enabled: true,
+  plan: 'pro',
+  perMinute: 300,
+  perDay: 10_000,
+  usagePlanId: 'ppro01',
+  syncedAt: '2026-11-22T12:00:00.000Z',
+}
 
+describe("a deployed stage's sync and mirror", () => {
   it('runs the sync with a synchronous Invoke of the key-sync function, and answers its result', async () => {
     const lambda = new LambdaClient({ region: 'eu-west-1' })
     const result = { skipped: false, upserted: 5, written: 1, deleted: 0, heldRemovals: 0 }
@@ -128,6 +131,7 @@ describe("a deployed stage's sync and mirror", () => {
       lambda,
       functionName: API_OUTPUTS.KeySyncFunctionName,
       mirror: { get: async () => item },
+      tableName: DATA_OUTPUTS.KeyMirrorTableName,
     })
     expect(await sync.run()).toEqual(result)
     const [call] = mock.commandCalls(InvokeCommand)
@@ -166,9 +170,141 @@ describe("a deployed stage's sync and mirror", () => {
       lambda,
       functionName: 'f',
       mirror: { get: async () => undefined },
+      tableName: DATA_OUTPUTS.KeyMirrorTableName,
     })
     await expect(sync.run()).rejects.toThrow('The key sync failed: Inconsistent read')
     expect(await sync.mirrored('b'.repeat(64))).toBeUndefined()
+  })
+})
+
+describe('what the sync step retries, and what it ends the command with', () => {
+  const FUNCTION = API_OUTPUTS.KeySyncFunctionName
+  const TABLE = DATA_OUTPUTS.KeyMirrorTableName
+  const sdkError = (name: string, status: number, message = 'from AWS') =>
+    Object.assign(new Error(message), { name, $metadata: { httpStatusCode: status } })
+
+  const syncInvoking = (answer: (mock: ReturnType<typeof mockClient>) => void) => {
+    const lambda = new LambdaClient({ region: 'eu-west-1' })
+    answer(mockClient(lambda) as never)
+    return new AwsStageSync({
+      lambda,
+      functionName: FUNCTION,
+      mirror: { get: async () => undefined },
+      tableName: TABLE,
+    })
+  }
+  const failureOf = (promise: Promise<unknown>) =>
+    promise.then(
+      () => undefined,
+      (error: unknown) => ({
+        message: (error as Error).message,
+        retryable: isRetryableSyncFailure(error),
+      }),
+    )
+
+  it.each([
+    [
+      'a missing function',
+      sdkError('ResourceNotFoundException', 404, `Function not found: ${FUNCTION}`),
+      `No key-sync function ${FUNCTION} in this account and Region (ResourceNotFoundException, HTTP 404: Function not found: ${FUNCTION}): check --region (or AWS_REGION), or deploy the stage`,
+      false,
+    ],
+    [
+      'a role without lambda:InvokeFunction',
+      sdkError('AccessDeniedException', 403),
+      `Your role may not run the key sync (AccessDeniedException, HTTP 403: from AWS): add lambda:InvokeFunction on ${FUNCTION} to your role`,
+      false,
+    ],
+    [
+      'throttling',
+      sdkError('TooManyRequestsException', 429, 'Rate exceeded'),
+      'Lambda throttled the key sync (TooManyRequestsException, HTTP 429: Rate exceeded)',
+      true,
+    ],
+  ])('an invoke refused for %s', async (_, error, message, retryable) => {
+    const sync = syncInvoking((mock) => mock.on(InvokeCommand).rejects(error))
+    expect(await failureOf(sync.run())).toEqual({ message, retryable })
+  })
+
+  it.each([
+    ['InconsistentKeyReadError', true],
+    ['TooManyRequestsException', true],
+    ['AccessDeniedException', false],
+    ['Sandbox.Timedout', false],
+  ])(
+    'a run that failed with %s is tried again within the wait: %s',
+    async (errorType, retryable) => {
+      const sync = syncInvoking((mock) =>
+        mock.on(InvokeCommand).resolves({
+          StatusCode: 200,
+          FunctionError: 'Unhandled',
+          Payload: new TextEncoder().encode(
+            JSON.stringify({ errorType, errorMessage: 'what the run said' }),
+          ) as never,
+        }),
+      )
+      expect(await failureOf(sync.run())).toEqual({
+        message: `The key sync failed: what the run said (${errorType}; see the key-sync log)`,
+        retryable,
+      })
+    },
+  )
+
+  it('reads the key mirror strongly consistent, and names the table a read is refused on', async () => {
+    const documentClient = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'eu-west-1' }))
+    const dynamo = mockClient(documentClient)
+    dynamo.on(GetCommand).resolves({ Item: item })
+    const sync = new AwsStageSync({
+      lambda: new LambdaClient({ region: 'eu-west-1' }),
+      functionName: FUNCTION,
+      mirror: new KeyMirrorRepository({ client: documentClient, tableName: TABLE }),
+      tableName: TABLE,
+    })
+    expect(await sync.mirrored(item.keyHash)).toMatchObject({ keyId: 'k1' })
+    expect(dynamo.commandCalls(GetCommand)[0]?.args[0].input).toEqual({
+      TableName: TABLE,
+      Key: { keyHash: item.keyHash },
+      ConsistentRead: true,
+    })
+    dynamo.on(GetCommand).rejects(sdkError('AccessDeniedException', 400))
+    expect(await failureOf(sync.mirrored(item.keyHash))).toEqual({
+      message: `Your role may not read the key mirror (AccessDeniedException, HTTP 400: from AWS): add dynamodb:GetItem on table ${TABLE} to your role`,
+      retryable: false,
+    })
+    dynamo.on(GetCommand).rejects(sdkError('ProvisionedThroughputExceededException', 400))
+    expect(await failureOf(sync.mirrored(item.keyHash))).toMatchObject({ retryable: true })
+  })
+})
+
+describe('a stage the settings do not reach', () => {
+  it('names the Region a stack is missing from, and the Region setting', async () => {
+    const client = new CloudFormationClient({ region: 'us-west-2' })
+    mockClient(client)
+      .on(DescribeStacksCommand)
+      .rejects(
+        Object.assign(new Error('Stack with id petstore-staging-api does not exist'), {
+          name: 'ValidationError',
+          $metadata: { httpStatusCode: 400 },
+        }),
+      )
+    await expect(readStackOutputs(client, 'staging')).rejects.toThrow(
+      'Stack petstore-staging-api does not exist in Region us-west-2 of this account: deploy the stage, or pass the Region it is in (--region or AWS_REGION)',
+    )
+  })
+
+  it('names the IAM action a role lacks to read the stacks', async () => {
+    const client = new CloudFormationClient({ region: 'eu-west-1' })
+    mockClient(client)
+      .on(DescribeStacksCommand)
+      .rejects(
+        Object.assign(new Error('not authorized to perform: cloudformation:DescribeStacks'), {
+          name: 'AccessDenied',
+          $metadata: { httpStatusCode: 403 },
+        }),
+      )
+    await expect(readStackOutputs(client, 'production')).rejects.toThrow(
+      'add cloudformation:DescribeStacks on it to your role',
+    )
   })
 })
 
