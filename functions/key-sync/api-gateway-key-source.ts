@@ -82,7 +82,10 @@ export interface KeySourceSnapshot {
   validPlans: ReadonlyMap<string, PlanGrant>
   /** Whether every stage plan was read: the mirror can be compared as a whole. */
   complete: boolean
-  /** Where the rotation stopped (the last plan read in id order), for the next run. */
+  /**
+   * Where the rotation stopped (the last plan read in id order), for the next run; undefined
+   * when it reached the last plan: the rotation is done and the next one starts from the first.
+   */
   cursor: string | undefined
   /** Usage plans attached to this API stage (valid or not). */
   stagePlans: number
@@ -154,16 +157,18 @@ type PlanVerdict =
 
 type Page<Item> = { items?: Item[]; position?: string }
 
-/** The plans to read, in order: those named first, then the rotation after the cursor. */
+/**
+ * The plans to read, in order: those named first, then the rotation from after the cursor to the
+ * last plan (a rotation that reaches the end is done; the next one starts from the first).
+ */
 const readingOrder = (
   planIds: readonly string[],
   first: ReadonlySet<string>,
   cursor: string | undefined,
 ): string[] => {
   const rest = planIds.filter((id) => !first.has(id))
-  const after = cursor === undefined ? 0 : rest.findIndex((id) => id > cursor)
-  const from = after < 0 ? 0 : after
-  return [...planIds.filter((id) => first.has(id)), ...rest.slice(from), ...rest.slice(0, from)]
+  const after = cursor === undefined ? -1 : rest.findIndex((id) => id > cursor)
+  return [...planIds.filter((id) => first.has(id)), ...rest.slice(after < 0 ? 0 : after)]
 }
 
 /**
@@ -292,7 +297,8 @@ export class ApiGatewayKeySource implements KeySource {
       })
     }
 
-    const complete = !onlyNamed && plansRead.length === order.length
+    const rotationDone = !onlyNamed && plansRead.length === order.length
+    const complete = rotationDone && plansRead.length === verdicts.size
     return {
       entries,
       plansRead,
@@ -304,8 +310,7 @@ export class ApiGatewayKeySource implements KeySource {
         ),
       ),
       complete,
-      // A run that read everything starts the next rotation from the beginning.
-      cursor: complete ? undefined : onlyNamed ? cursor : rotationCursor,
+      cursor: onlyNamed ? cursor : rotationDone ? undefined : rotationCursor,
       stagePlans: stagePlans.length,
       refusedPlans,
       refusedKeyIds,

@@ -406,10 +406,14 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
         })
       }
     }
-    const lastCompleteAt = first.snapshot.complete ? startedAt : previous.lastCompleteAt
+    // A run that finds no cursor starts a rotation; the run that reads the last plan ends it.
+    const rotationStartedAt =
+      previous.cursor === undefined ? startedAt : (previous.rotationStartedAt ?? startedAt)
+    const rotationDone = first.snapshot.cursor === undefined
+    const lastCompleteAt = rotationDone ? rotationStartedAt : previous.lastCompleteAt
     await state.complete(owner, {
       ...(held && Object.keys(held).length > 0 ? { heldRemovals: held } : {}),
-      ...(first.snapshot.cursor !== undefined ? { cursor: first.snapshot.cursor } : {}),
+      ...(rotationDone ? {} : { cursor: first.snapshot.cursor as string, rotationStartedAt }),
       ...(lastCompleteAt !== undefined ? { lastCompleteAt } : {}),
       flushPending,
       stageIds,

@@ -101,9 +101,10 @@ export class KeyMirrorRepository {
 
   /**
    * One GetItem, eventually consistent (half a read unit) unless `consistent` asks for a strongly
-   * consistent one, which sees every write DynamoDB has acknowledged (the authorizer and the keys
-   * CLI's wait ask: a revoked key is refused, and "in force now" is true, once the write is). An item that does not match the schema is logged (key id and hash prefix
-   * only) and treated as absent.
+   * consistent one, which sees every write DynamoDB has acknowledged. The authorizer and the keys
+   * CLI's wait ask: a revoked key is refused, and "in force now" is true, once the write is. An
+   * item that does not match the schema is logged (key id and hash prefix only) and treated as
+   * absent.
    */
   async get(
     keyHash: string,

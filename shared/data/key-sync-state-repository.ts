@@ -23,7 +23,11 @@ export interface KeySyncState {
   heldRemovals?: Record<string, HeldRemoval>
   /** Where the rotation through the stage's plans stopped (the last plan id read). */
   cursor?: string
-  /** When the last rotation through every plan ended (ms since the epoch). */
+  /** When the rotation in progress began (ms since the epoch). */
+  rotationStartedAt?: number
+  /**
+   * When the last finished rotation began: every plan has been read since (ms since the epoch).
+   */
   lastCompleteAt?: number
   /**
    * Plan and key ids named by management events not yet read by a run: a run reads them first,
@@ -79,11 +83,13 @@ const toState = (item: Item | undefined): KeySyncState => {
   }
   const lastSuccessAt = num(item.lastSuccessAt)
   const lastCompleteAt = num(item.lastCompleteAt)
+  const rotationStartedAt = num(item.rotationStartedAt)
   const pending = item.pendingIds
   return {
     ...(Object.keys(heldRemovals).length > 0 ? { heldRemovals } : {}),
     ...(typeof item.rotationCursor === 'string' ? { cursor: item.rotationCursor } : {}),
     ...(lastCompleteAt !== undefined ? { lastCompleteAt } : {}),
+    ...(rotationStartedAt !== undefined ? { rotationStartedAt } : {}),
     ...(pending instanceof Set && pending.size > 0
       ? { pendingIds: [...pending].map(String).sort() }
       : {}),
@@ -174,6 +180,10 @@ export class KeySyncStateRepository {
       set.push('rotationCursor = :cursor')
       values[':cursor'] = state.cursor
     } else remove.push('rotationCursor')
+    if (state.rotationStartedAt !== undefined) {
+      set.push('rotationStartedAt = :rotationStartedAt')
+      values[':rotationStartedAt'] = state.rotationStartedAt
+    } else remove.push('rotationStartedAt')
     if (state.lastCompleteAt !== undefined) {
       set.push('lastCompleteAt = :lastCompleteAt')
       values[':lastCompleteAt'] = state.lastCompleteAt

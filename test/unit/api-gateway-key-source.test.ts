@@ -158,10 +158,10 @@ describe('ApiGatewayKeySource', () => {
     const first = await source.read({ deadlineMs: 2_000 })
     expect(first).toMatchObject({ plansRead: ['p1', 'p2'], complete: false, cursor: 'p2' })
     expect(keyIdsOf(first.entries)).toEqual(['p1-key', 'p2-key'])
-    // The next run goes on after p2, and wraps around.
+    // The next run goes on after p2 and ends the rotation at the last plan.
     now = 0
     const second = await source.read({ deadlineMs: 3_000, cursor: 'p2' })
-    expect(second).toMatchObject({ plansRead: ['p3', 'p4', 'p1'], complete: false, cursor: 'p1' })
+    expect(second).toMatchObject({ plansRead: ['p3', 'p4'], complete: false, cursor: undefined })
     now = 10_000
     expect(await source.read({ deadlineMs: 0 })).toMatchObject({ plansRead: ['p1'] })
     now = 0
