@@ -187,17 +187,16 @@ const errorResponse = (status: number) => {
 /** The error statuses an operation can answer (its route's), gateway and function alike. */
 const errorResponses = (operationId: OperationId, extraHeaders: Record<string, unknown>) =>
   Object.fromEntries(
-    errorStatusesOf(routeOf(operationId))
-      .map((status) => {
-        const base = { $ref: `#/components/responses/Error${status}` }
-        if (Object.keys(extraHeaders).length === 0 || status === 401) return [String(status), base]
-        // A deprecated operation marks its errors too: spell the response out with its headers.
-        const shared = errorResponse(status)
-        return [
-          String(status),
-          { ...shared, headers: { ...(shared.headers ?? {}), ...extraHeaders } },
-        ]
-      }),
+    errorStatusesOf(routeOf(operationId)).map((status) => {
+      const base = { $ref: `#/components/responses/Error${status}` }
+      if (Object.keys(extraHeaders).length === 0 || status === 401) return [String(status), base]
+      // A deprecated operation marks its errors too: spell the response out with its headers.
+      const shared = errorResponse(status)
+      return [
+        String(status),
+        { ...shared, headers: { ...(shared.headers ?? {}), ...extraHeaders } },
+      ]
+    }),
   )
 
 const planTable = PLAN_NAMES.map((plan) =>
@@ -315,7 +314,10 @@ const paths = () => {
   const result: Record<string, Record<string, unknown>> = {}
   for (const route of ROUTES) {
     const operation = OPERATIONS[route.operationId]()
-    if (operation.operationId !== route.operationId || !(route.successStatus in operation.responses)) {
+    if (
+      operation.operationId !== route.operationId ||
+      !(route.successStatus in operation.responses)
+    ) {
       throw new Error(
         `openapi-document.ts: ${route.operationId} must describe operationId ${route.operationId} and its ${route.successStatus} answer (shared/config/routes-config.ts)`,
       )

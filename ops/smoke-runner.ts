@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
+import { contractViolations, type ObservedResponse } from '#openapi/contract-validator.ts'
 import { createPetstoreClient, type Pet } from '#openapi/petstore-client.ts'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
-import { contractViolations, type ObservedResponse } from '#test/support/contract-validator.ts'
 
 /**
  * The smoke test of a running stage (`npm run smoke`): with a temporary key (made and revoked

@@ -7,10 +7,9 @@ import { type OperationId, ROUTES } from './routes-config.ts'
  * from them.
  */
 export const FUNCTION_TIMEOUT_SECONDS = {
-  ...(Object.fromEntries(ROUTES.map((route) => [route.operationId, route.timeoutSeconds])) as Record<
-    OperationId,
-    number
-  >),
+  ...(Object.fromEntries(
+    ROUTES.map((route) => [route.operationId, route.timeoutSeconds]),
+  ) as Record<OperationId, number>),
   /** Small and quick: it hashes a header and reads one item of the key mirror. */
   authorizer: 5,
   /** As long as its schedule's interval: a hung run ends before a second scheduled one queues. */

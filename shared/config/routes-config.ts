@@ -115,7 +115,9 @@ export const limiterAccessOf = (route: RouteDefinition): 'read' | 'write' =>
   writesOf(route) ? 'write' : 'read'
 
 /** Every table the route's function may use, with its level, the rate-limit counters included. */
-export const tableAccessOf = (route: RouteDefinition): [OperationTable | 'rateLimits', TableAccess][] => [
+export const tableAccessOf = (
+  route: RouteDefinition,
+): [OperationTable | 'rateLimits', TableAccess][] => [
   ...(Object.entries(route.tables) as [OperationTable, TableAccess][]),
   ['rateLimits', RATE_LIMIT_TABLE_ACCESS],
 ]

@@ -266,7 +266,9 @@ describe('IAM: least privilege per function', () => {
           dynamo,
           `${route.operationId}: its role's DynamoDB grants differ from its route's tables (${JSON.stringify(route.tables)}) in shared/config/routes-config.ts`,
         ).toEqual(routeGrants(route).sort())
-        expect(grantsOf(apiOf(stage), route.operationId).filter((g) => !g.startsWith('dynamodb:'))).toEqual(BASE)
+        expect(
+          grantsOf(apiOf(stage), route.operationId).filter((g) => !g.startsWith('dynamodb:')),
+        ).toEqual(BASE)
       }
     },
   )

@@ -68,7 +68,7 @@ describe('routes config', () => {
     expect(grantsWrite({ ...route, tables: { pets: 'LIST' } })).toBe(false)
   })
 
-  it('answers every route\'s error statuses: the common ones and its own, once each, ascending', () => {
+  it("answers every route's error statuses: the common ones and its own, once each, ascending", () => {
     for (const route of ROUTES) {
       const statuses = errorStatusesOf(route)
       expect(statuses).toEqual([...new Set(statuses)].sort((a, b) => a - b))

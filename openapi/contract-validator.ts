@@ -27,7 +27,7 @@ interface OpenApiDocument {
   components: { responses: Record<string, ResponseObject> }
 }
 
-const DOCUMENT_FILE = new URL('../../openapi/openapi.json', import.meta.url)
+const DOCUMENT_FILE = new URL('./openapi.json', import.meta.url)
 const DOCUMENT_ID = 'https://petstore.example/openapi.json'
 
 const document = JSON.parse(readFileSync(DOCUMENT_FILE, 'utf8')) as OpenApiDocument
