@@ -75,6 +75,18 @@ const relativePath = (url: string): string => {
   return at >= 0 ? pathname.slice(at + API_VERSION_SEGMENT.length) : pathname
 }
 
+/** The operation ids of the document, in document order. */
+export const DOCUMENTED_OPERATIONS: readonly string[] = Object.values(document.paths).flatMap(
+  (methods) => Object.values(methods).map((operation) => operation.operationId),
+)
+
+/** The operation a request names, or undefined when the document has no such path and method. */
+export const operationIdOf = (method: string, url: string): string | undefined => {
+  const path = relativePath(url)
+  const match = templates.find(({ pattern }) => pattern.test(path))
+  return match ? document.paths[match.template]?.[method.toLowerCase()]?.operationId : undefined
+}
+
 const describeErrors = (validate: ValidateFunction) =>
   (validate.errors ?? []).map((error) => `${error.instancePath || '(root)'} ${error.message}`)
 
