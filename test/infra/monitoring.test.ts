@@ -215,7 +215,7 @@ describe('alarms', () => {
     const [[topicId]] = resourcesOf(production, 'AWS::SNS::Topic') as [[string, CfnResource]]
     const alarms = alarmsOf(production)
     // 14 stage alarms and, in production, the rollout gates: 2 per operation, 1 for the authorizer.
-    expect(alarms).toHaveLength(21)
+    expect(alarms).toHaveLength(14 + 2 * ROUTES.length + 1)
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([{ Ref: topicId }])
       expect(alarm.OKActions).toEqual([{ Ref: topicId }])
