@@ -76,7 +76,7 @@ const grantsOf = (route: Route) =>
 /** A DynamoDB endpoint that refuses what the route's levels do not grant and records each call. */
 const startIamProxy = async (route: Route) => {
   const calls: Call[] = []
-  const denied: string[] = []
+  const denials = new Set<string>()
   const grants = grantsOf(route)
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = []
@@ -100,7 +100,7 @@ const startIamProxy = async (route: Route) => {
     if (refused.length > 0) {
       const table = tableKeyOf(refused[0] as string)
       const level = (route.tables as RouteDefinition['tables'])[table as OperationTable]
-      denied.push(
+      denials.add(
         level
           ? `${route.operationId} called dynamodb:${action} on ${table}${on === 'indexes' ? ' (an index)' : ''}, which its level ${level} does not grant: in shared/config/routes-config.ts give ${route.operationId} tables.${table} a level of shared/config/table-access-config.ts that grants ${action}`
           : `${route.operationId} called dynamodb:${action} on ${table}, a table its route does not name: add tables.${table} with a level that grants ${action} to ${route.operationId} in shared/config/routes-config.ts`,
@@ -132,7 +132,7 @@ const startIamProxy = async (route: Route) => {
   return {
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
-    denied,
+    denied: () => [...denials],
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   }
 }
@@ -167,7 +167,7 @@ const unusedOf = (route: Route, calls: Call[]): string[] =>
         )
         .map(
           (action) =>
-            `${route.operationId}'s level ${access} on ${table} grants ${action}, which its requests never used: choose a narrower level in shared/config/routes-config.ts (or add the request that uses it to test/support/operation-requests.ts)`,
+            `${route.operationId}'s level ${access} on ${table} grants ${action}, which its requests never used: choose a narrower level for ${route.operationId} tables.${table} (or none) in shared/config/routes-config.ts (or add the request that uses it to test/support/operation-requests.ts)`,
         ),
     ),
   )
@@ -185,7 +185,7 @@ describe('table access of each route, enforced as IAM would', () => {
           const event = restEvent({ method: route.method, resource: route.path, ...request })
           statuses.push((await handler(event, lambdaContext(route.operationId))).statusCode)
         }
-        expect(proxy.denied).toEqual([])
+        expect(proxy.denied()).toEqual([])
         expect(statuses.filter((status) => status >= 500)).toEqual([])
         expect(proxy.calls.length).toBeGreaterThan(0)
         // dynalite makes createPet read a refused claim back (OLD_ITEM_READS); DynamoDB does not.
