@@ -64,7 +64,7 @@ const ONE_MINUTE = Duration.minutes(1)
 const KEYS_REMOVED_ALARM_THRESHOLD = 10
 const FIVE_MINUTES = Duration.minutes(5)
 
-/** Every DynamoDB operation a function is allowed to call (see TABLE_ACTIONS). */
+/** Every DynamoDB operation a table access level can grant (see TABLE_ACTIONS), used or not yet. */
 const TABLE_OPERATIONS = TABLE_ACTIONS.map((action) => action.replace('dynamodb:', ''))
 
 /**
