@@ -8,6 +8,7 @@ import { BUNDLE_FILE, FUNCTION_BUNDLING } from '#infra/config/bundling-config.ts
 import { REPO_ROOT } from '#infra/constructs/petstore-function-construct.ts'
 import { readLocalConfig } from '#local/local-config.ts'
 import { startLocal } from '#local/local-server.ts'
+import { type OperationId, ROUTES } from '#shared/config/routes-config.ts'
 import { synthesizeApp } from '#test/infra/support/app-synthesis-setup.ts'
 import { restEvent, tokenAuthorizerEvent } from '#test/support/api-gateway-events.ts'
 import { percentile } from './bench-stats.ts'
@@ -34,8 +35,9 @@ const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 5)
 
 const work = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
 const cleanup = [work]
-const OPERATIONS = ['getPet', 'listPets', 'createPet', 'authorizer'] as const
-type Operation = (typeof OPERATIONS)[number]
+/** Every function that serves a request: each route's (the route table) and the authorizer. */
+const OPERATIONS: readonly Operation[] = [...ROUTES.map((route) => route.operationId), 'authorizer']
+type Operation = OperationId | 'authorizer'
 
 interface Subject {
   label: string
@@ -92,9 +94,18 @@ const deployedFunctions = (): Subject[] => {
     const asset = `asset.${props.Code.S3Key.replace(/\.zip$/, '')}`
     subjects.push({ label: operation, operation, dir: join(synthesis.outdir, asset), env })
   }
+  // Every function is measured: one the template lacks is an error, never a skipped row.
+  const missing = OPERATIONS.filter((operation) => !subjects.some((s) => s.operation === operation))
+  if (missing.length > 0) {
+    throw new Error(`no function in the production template for ${missing.join(', ')}`)
+  }
   return subjects.sort((a, b) => OPERATIONS.indexOf(a.operation) - OPERATIONS.indexOf(b.operation))
 }
 
+/**
+ * Each function's floor: a bare handler making only that operation's SDK calls. A route without
+ * one (or without an event below) fails the type-check.
+ */
 const FLOOR_ENTRIES: Record<Operation, string> = {
   getPet: 'bench/floors/get-pet-floor.ts',
   listPets: 'bench/floors/list-pets-floor.ts',
@@ -279,15 +290,17 @@ const localThroughput = async (): Promise<string[]> => {
   for (let index = 0; index < 30; index += 1) {
     await fetch(`${server.baseUrl}/pets`, { method: 'POST', headers, body })
   }
-  const cases = [
-    { label: 'GET /pets/1 (getPet)', path: '/pets/1', method: 'GET' as const },
-    {
-      label: 'GET /pets?limit=20&status=available',
-      path: '/pets?limit=20&status=available',
-      method: 'GET' as const,
-    },
-    { label: 'POST /pets (createPet)', path: '/pets', method: 'POST' as const, body },
-  ]
+  // One request per operation, in route-table order.
+  const requests: Record<OperationId, { path: string; body?: string }> = {
+    listPets: { path: '/pets?limit=20&status=available' },
+    createPet: { path: '/pets', body },
+    getPet: { path: '/pets/1' },
+  }
+  const cases = ROUTES.map((route) => ({
+    label: `${route.method} ${requests[route.operationId].path} (${route.operationId})`,
+    method: route.method,
+    ...requests[route.operationId],
+  }))
   const lines = [
     `Local server (\`npm start\`'s startLocal, in-process, :memory:), autocannon 10 connections × ${LOAD_SECONDS} s on loopback:`,
     '',

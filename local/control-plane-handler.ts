@@ -1,5 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
+import { LOCAL_CONTROL_PREFIX, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import {
   ControlPlaneError,
@@ -20,8 +21,7 @@ import {
  * - `POST /_local/key-sync`: a key sync run, as invoking the key-sync function does on AWS;
  * - `GET /_local/key-mirror/{keyHash}`: the mirror item of a key hash, as a GetItem would read it.
  */
-export const LOCAL_CONTROL_PREFIX = '/_local'
-export const MANAGEMENT_API_PATH = `${LOCAL_CONTROL_PREFIX}/apigateway`
+export { MANAGEMENT_API_PATH }
 
 export interface ControlPlaneHandlerOptions {
   store: ControlPlaneStore

@@ -1,7 +1,14 @@
 import * as z from 'zod/mini'
 import { BEARER_CHALLENGE } from '#shared/auth/bearer-token.ts'
 import { PLAN_DISPLAY_NAMES, PLAN_LIMITS, PLAN_NAMES } from '#shared/config/plans-config.ts'
-import { API_VERSION_PATH, ROUTES, type Route } from '#shared/config/routes-config.ts'
+import {
+  API_VERSION_PATH,
+  errorStatusesOf,
+  type OperationId,
+  ROUTES,
+  type Route,
+  routeOf,
+} from '#shared/config/routes-config.ts'
 import { ErrorSchema } from '#shared/domain/error-schema.ts'
 import {
   IDEMPOTENCY_KEY_HEADER,
@@ -177,28 +184,19 @@ const errorResponse = (status: number) => {
   }
 }
 
-/** The error statuses each operation can answer, gateway and function alike. */
-const COMMON_ERRORS = [400, 401, 429, 500, 503]
-const OPERATION_ERRORS: Record<Route['operationId'], number[]> = {
-  listPets: COMMON_ERRORS,
-  createPet: [...COMMON_ERRORS, 409, 413, 415, 422],
-  getPet: [...COMMON_ERRORS, 404, 410],
-}
-
-const errorResponses = (operationId: Route['operationId'], extraHeaders: Record<string, unknown>) =>
+/** The error statuses an operation can answer (its route's), gateway and function alike. */
+const errorResponses = (operationId: OperationId, extraHeaders: Record<string, unknown>) =>
   Object.fromEntries(
-    OPERATION_ERRORS[operationId]
-      .sort((a, b) => a - b)
-      .map((status) => {
-        const base = { $ref: `#/components/responses/Error${status}` }
-        if (Object.keys(extraHeaders).length === 0 || status === 401) return [String(status), base]
-        // A deprecated operation marks its errors too: spell the response out with its headers.
-        const shared = errorResponse(status)
-        return [
-          String(status),
-          { ...shared, headers: { ...(shared.headers ?? {}), ...extraHeaders } },
-        ]
-      }),
+    errorStatusesOf(routeOf(operationId)).map((status) => {
+      const base = { $ref: `#/components/responses/Error${status}` }
+      if (Object.keys(extraHeaders).length === 0 || status === 401) return [String(status), base]
+      // A deprecated operation marks its errors too: spell the response out with its headers.
+      const shared = errorResponse(status)
+      return [
+        String(status),
+        { ...shared, headers: { ...(shared.headers ?? {}), ...extraHeaders } },
+      ]
+    }),
   )
 
 const planTable = PLAN_NAMES.map((plan) =>
@@ -206,9 +204,6 @@ const planTable = PLAN_NAMES.map((plan) =>
     ? `| ${PLAN_DISPLAY_NAMES[plan]} | custom | custom |`
     : `| ${PLAN_DISPLAY_NAMES[plan]} | ${PLAN_LIMITS[plan].perMinute} | ${PLAN_LIMITS[plan].perDay} |`,
 ).join('\n')
-
-const routeOf = (operationId: Route['operationId']) =>
-  ROUTES.find((route) => route.operationId === operationId) as Route
 
 const listPets = () => ({
   operationId: 'listPets',
@@ -304,12 +299,29 @@ const getPet = () => {
   }
 }
 
-const OPERATIONS = { listPets, createPet, getPet }
+/**
+ * Each operation of the route table, as the document describes it (its success answer, its
+ * parameters and body); its error answers come from the route's statuses. A route without an
+ * entry here fails the type-check.
+ */
+const OPERATIONS: Record<OperationId, () => { operationId: string; responses: object }> = {
+  listPets,
+  createPet,
+  getPet,
+}
 
 const paths = () => {
   const result: Record<string, Record<string, unknown>> = {}
   for (const route of ROUTES) {
     const operation = OPERATIONS[route.operationId]()
+    if (
+      operation.operationId !== route.operationId ||
+      !(route.successStatus in operation.responses)
+    ) {
+      throw new Error(
+        `openapi-document.ts: ${route.operationId} must describe operationId ${route.operationId} and its ${route.successStatus} answer (shared/config/routes-config.ts)`,
+      )
+    }
     result[route.path] ??= {}
     ;(result[route.path] as Record<string, unknown>)[route.method.toLowerCase()] = operation
   }
@@ -381,8 +393,13 @@ export const buildOpenApiDocument = () => ({
       Error: jsonSchemaOf(ErrorSchema, 'output'),
     },
     responses: Object.fromEntries(
-      // getPet spells its errors out (with its deprecation headers): only shared ones here.
-      [...new Set([...OPERATION_ERRORS.listPets, ...OPERATION_ERRORS.createPet])]
+      // A deprecated operation spells its errors out (with its deprecation headers): only the
+      // others' here.
+      [
+        ...new Set(
+          ROUTES.filter((route: Route) => !('deprecation' in route)).flatMap(errorStatusesOf),
+        ),
+      ]
         .sort((a, b) => a - b)
         .map((status) => [`Error${status}`, errorResponse(status)]),
     ),

@@ -1,15 +1,21 @@
 import { randomBytes } from 'node:crypto'
+import {
+  contractViolations,
+  DOCUMENTED_OPERATIONS,
+  type ObservedResponse,
+  operationIdOf,
+} from '#openapi/contract-validator.ts'
 import { createPetstoreClient, type Pet } from '#openapi/petstore-client.ts'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
-import { contractViolations, type ObservedResponse } from '#test/support/contract-validator.ts'
+import type { OperationId } from '#shared/config/routes-config.ts'
 
 /**
  * The smoke test of a running stage (`npm run smoke`): with a temporary key (made and revoked
- * with the keys CLI's own operations) or a given one, it calls the three operations with the
- * typed client, checks every answer against openapi/openapi.json (ajv, independent of the zod
- * schemas the document comes from), a 401, the rate-limit headers and, for its own key, that a
- * revoked key is refused. It creates one pet per run, without a status, so the pet shows in no
- * status-filtered list (the API has no delete).
+ * with the keys CLI's own operations) or a given one, it calls every operation with the typed
+ * client (and fails when one of openapi/openapi.json was not called), checks every answer against
+ * that document (ajv, independent of the zod schemas the document comes from), a 401, the
+ * rate-limit headers and, for its own key, that a revoked key is refused. It creates one pet per
+ * run, without a status, so the pet shows in no status-filtered list.
  */
 
 export interface SmokeKeys {
@@ -146,26 +152,43 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
     })
     const name = `smoke test ${new Date(now()).toISOString()}`
     let pet: Pet | undefined
-    await check('createPet', async () => {
-      pet = await client.createPet({ name, categoryId: 9_007_199_254_740_991 })
-      const response = expectStatus(answers.at(-1)?.response, 201, 'POST /pets')
-      if (pet.name !== name) throw new Error('the pet came back with another name')
-      if (!response.headers.get('location')?.endsWith(`/pets/${pet.id}`)) {
-        throw new Error('no Location naming the new pet')
+    // One call per operation of the route table, in this order (getPet reads the created pet).
+    const operations = {
+      createPet: async () => {
+        pet = await client.createPet({ name, categoryId: 9_007_199_254_740_991 })
+        const response = expectStatus(answers.at(-1)?.response, 201, 'POST /pets')
+        if (pet.name !== name) throw new Error('the pet came back with another name')
+        if (!response.headers.get('location')?.endsWith(`/pets/${pet.id}`)) {
+          throw new Error('no Location naming the new pet')
+        }
+        return `201, pet ${pet.id} with its Location`
+      },
+      getPet: async () => {
+        if (!pet) throw new Error('no pet was created')
+        const fetched = await client.getPet(pet.id)
+        expectStatus(answers.at(-1)?.response, 200, `GET /pets/${pet.id}`)
+        if (JSON.stringify(fetched) !== JSON.stringify(pet))
+          throw new Error('another pet came back')
+        return `200, the same pet`
+      },
+      listPets: async () => {
+        const page = await client.listPets({ limit: 2 })
+        expectStatus(answers.at(-1)?.response, 200, 'GET /pets')
+        return `200, ${page.pets.length} pet(s)${page.nextCursor ? ' and a next page' : ''}`
+      },
+    } satisfies Record<OperationId, () => Promise<string>>
+    for (const [operation, run] of Object.entries(operations)) await check(operation, run)
+    await check('every operation', async () => {
+      const called = new Set(
+        answers.map(({ response }) => operationIdOf(response.method, response.url)),
+      )
+      const missing = DOCUMENTED_OPERATIONS.filter((operation) => !called.has(operation))
+      if (missing.length > 0) {
+        throw new Error(
+          `${missing.join(', ')} of openapi/openapi.json never called: add a call to ops/smoke-runner.ts`,
+        )
       }
-      return `201, pet ${pet.id} with its Location`
-    })
-    await check('getPet', async () => {
-      if (!pet) throw new Error('no pet was created')
-      const fetched = await client.getPet(pet.id)
-      expectStatus(answers.at(-1)?.response, 200, `GET /pets/${pet.id}`)
-      if (JSON.stringify(fetched) !== JSON.stringify(pet)) throw new Error('another pet came back')
-      return `200, the same pet`
-    })
-    await check('listPets', async () => {
-      const page = await client.listPets({ limit: 2 })
-      expectStatus(answers.at(-1)?.response, 200, 'GET /pets')
-      return `200, ${page.pets.length} pet(s)${page.nextCursor ? ' and a next page' : ''}`
+      return `all ${DOCUMENTED_OPERATIONS.length} operations of openapi/openapi.json answered`
     })
     await check('rate-limit headers', async () => {
       const keyed = answers

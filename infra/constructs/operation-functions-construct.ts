@@ -4,13 +4,15 @@ import type { Construct } from 'constructs'
 import { functionEntry } from '#functions/function-entries.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
-import { API_VERSION_PATH, type OperationId, ROUTES } from '#shared/config/routes-config.ts'
-import { PET_TABLE } from '#shared/data/table-keys.ts'
 import {
-  PetstoreFunction,
-  stageFunctionDefaults,
-  type TableAccess,
-} from './petstore-function-construct.ts'
+  API_VERSION_PATH,
+  type OperationId,
+  ROUTES,
+  tableAccessOf,
+} from '#shared/config/routes-config.ts'
+import { TABLE_ACCESS_LEVELS } from '#shared/config/table-access-config.ts'
+import { PET_TABLE } from '#shared/data/table-keys.ts'
+import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-construct.ts'
 
 export interface OperationFunctionsProps {
   config: StageConfig
@@ -18,12 +20,6 @@ export interface OperationFunctionsProps {
   rateLimitTable: ITable
   /** createPet's idempotency records. */
   idempotencyTable: ITable
-}
-
-const PET_TABLE_ACCESS: Record<OperationId, TableAccess> = {
-  listPets: 'LIST',
-  getPet: 'LOOKUP',
-  createPet: 'APPEND',
 }
 
 const pascalCase = (operationId: string): string =>
@@ -38,6 +34,13 @@ export const addOperationFunctions = (
   { config, petTable, rateLimitTable, idempotencyTable }: OperationFunctionsProps,
 ): Record<OperationId, PetstoreFunction> => {
   const { stage } = config
+  // Each table an operation can name in the route table, the variable that carries its name,
+  // and the indexes a level with index grants (LIST) may query.
+  const tables = {
+    pets: { table: petTable, envVar: 'TABLE_NAME', indexNames: [PET_TABLE.statusIndex.name] },
+    idempotency: { table: idempotencyTable, envVar: 'IDEMPOTENCY_TABLE_NAME', indexNames: [] },
+    rateLimits: { table: rateLimitTable, envVar: 'RATE_LIMIT_TABLE_NAME', indexNames: [] },
+  }
   const defaults = stageFunctionDefaults(config)
   const entries = ROUTES.map((route) => {
     const fn = new PetstoreFunction(scope, pascalCase(route.operationId), {
@@ -49,19 +52,12 @@ export const addOperationFunctions = (
       timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS[route.operationId]),
       liveAlias: true,
     })
-    // Each operation only what its repository calls: getPet one GetItem, listPets a Scan or a
-    // Query of the status index, createPet a PutItem of the pet and an UpdateItem of the id
-    // counter (it never reads pets).
-    const petAccess = PET_TABLE_ACCESS[route.operationId]
-    fn.bindTable(petTable, petAccess, {
-      envVar: 'TABLE_NAME',
-      ...(petAccess === 'LIST' ? { indexNames: [PET_TABLE.statusIndex.name] } : {}),
-    })
-    if (route.operationId === 'createPet') {
-      fn.bindTable(idempotencyTable, 'RW', { envVar: 'IDEMPOTENCY_TABLE_NAME' })
+    // Exactly the levels its route names (shared/config/routes-config.ts), rate limits included.
+    for (const [name, access] of tableAccessOf(route)) {
+      const { table, envVar, indexNames } = tables[name]
+      const queriesIndexes = TABLE_ACCESS_LEVELS[access].some((grant) => grant.on === 'indexes')
+      fn.bindTable(table, access, { envVar, ...(queriesIndexes ? { indexNames } : {}) })
     }
-    // Every operation is rate limited: counters are read and updated item by item, never put.
-    fn.bindTable(rateLimitTable, 'COUNT', { envVar: 'RATE_LIMIT_TABLE_NAME' })
     return [route.operationId, fn] as const
   })
   return Object.fromEntries(entries) as Record<OperationId, PetstoreFunction>

@@ -22,6 +22,12 @@ import { Construct } from 'constructs'
 import { FUNCTION_BUNDLING } from '#infra/config/bundling-config.ts'
 import { ignoreCfnLintRules } from '#infra/config/cfn-lint-config.ts'
 import { logRemovalPolicy, metricsNamespace, type StageConfig } from '#infra/config/stage-config.ts'
+import {
+  actionsOf,
+  TABLE_ACCESS_LEVELS,
+  type TableAccess,
+  type TableGrant,
+} from '#shared/config/table-access-config.ts'
 
 /** The repository root: esbuild's project root, where entries and the lock file live. */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -29,36 +35,13 @@ export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
 /** The Lambda runtime this project develops on (the `node` devDependency is Node 24). */
 export const FUNCTION_RUNTIME = Runtime.NODEJS_24_X
 
-/**
- * What a function may do to a table, one level per need, so no operation holds a right it never
- * uses (least privilege per operation):
- * LOOKUP: single-item reads by key (getPet on pets, the authorizer on the key mirror).
- * LIST: a scan of the table and queries of the named indexes only (listPets).
- * APPEND: puts and updates, no reads (createPet on pets: the pet, the id counter).
- * COUNT: single-item reads and updates, no puts or scans (the rate limiter's counters).
- * RW: single-item reads and writes, no scans (the idempotency records).
- * REBUILD: a keys-only scan and batch puts and deletes, no single-item calls (the key sync on the
- * key mirror; BatchWriteItem is authorized as itself, not as PutItem or DeleteItem).
- */
-export type TableAccess = 'LOOKUP' | 'LIST' | 'APPEND' | 'COUNT' | 'RW' | 'REBUILD'
-
-/** Each level's statements: actions on the table itself, or on the named indexes. */
-const TABLE_GRANTS: Record<TableAccess, readonly { on: 'table' | 'indexes'; actions: string[] }[]> =
-  {
-    LOOKUP: [{ on: 'table', actions: ['dynamodb:GetItem'] }],
-    LIST: [
-      { on: 'table', actions: ['dynamodb:Scan'] },
-      { on: 'indexes', actions: ['dynamodb:Query'] },
-    ],
-    APPEND: [{ on: 'table', actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'] }],
-    COUNT: [{ on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] }],
-    RW: [{ on: 'table', actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'] }],
-    REBUILD: [{ on: 'table', actions: ['dynamodb:Scan', 'dynamodb:BatchWriteItem'] }],
-  }
-
 /** Every DynamoDB action any level grants (the monitoring construct watches these operations). */
 export const TABLE_ACTIONS: readonly string[] = [
-  ...new Set(Object.values(TABLE_GRANTS).flatMap((grants) => grants.flatMap((g) => g.actions))),
+  ...new Set(
+    (Object.keys(TABLE_ACCESS_LEVELS) as TableAccess[]).flatMap((access) =>
+      actionsOf(access).map((action) => `dynamodb:${action}`),
+    ),
+  ),
 ]
 
 export interface TableBinding {
@@ -193,15 +176,17 @@ export class PetstoreFunction extends Construct {
   }
 
   /**
-   * Least-privilege access to a table (see TableAccess) and its name in `binding.envVar`. Only
+   * Least-privilege access to a table (a level of table-access-config.ts) and its name in
+   * `binding.envVar`. Only
    * the table and the named indexes are resources: no wildcard, no other table.
    */
   bindTable(table: ITable, access: TableAccess, binding: TableBinding): this {
     const indexArns = (binding.indexNames ?? []).map((name) => `${table.tableArn}/index/${name}`)
-    for (const grant of TABLE_GRANTS[access]) {
+    for (const grant of TABLE_ACCESS_LEVELS[access] as readonly TableGrant[]) {
       const resources = grant.on === 'table' ? [table.tableArn] : indexArns
       if (resources.length === 0) throw new Error(`${access} access needs indexNames`)
-      this.role.addToPrincipalPolicy(new PolicyStatement({ actions: grant.actions, resources }))
+      const actions = grant.actions.map((action) => `dynamodb:${action}`)
+      this.role.addToPrincipalPolicy(new PolicyStatement({ actions, resources }))
     }
     this.function.addEnvironment(binding.envVar, table.tableName)
     return this

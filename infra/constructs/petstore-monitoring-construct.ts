@@ -69,7 +69,7 @@ const KEYS_REMOVED_ALARM_THRESHOLD = 10
 const ROTATION_AGE_ALARM_MINUTES = 15
 const FIVE_MINUTES = Duration.minutes(5)
 
-/** Every DynamoDB operation a function is allowed to call (see TABLE_ACTIONS). */
+/** Every DynamoDB operation a table access level can grant (see TABLE_ACTIONS), used or not yet. */
 const TABLE_OPERATIONS = TABLE_ACTIONS.map((action) => action.replace('dynamodb:', ''))
 
 /**

@@ -1,8 +1,23 @@
+import { actionsOf, type TableAccess, WRITE_ACTIONS } from './table-access-config.ts'
+
 /**
- * The route table: the local gateway and the CDK REST API are both built from it.
+ * The route table: one entry per operation says everything that differs between operations, and
+ * the rest derives from it: the local gateway and the CDK REST API (method, path), each function
+ * (folder, timeout, table grants), the rate limiter's ordering (writes), the OpenAPI document
+ * (success and error statuses) and the checks that every operation is documented, in the typed
+ * client, in the smoke test and in the bench (docs/adding-an-operation.md).
  * Paths are relative to the `/v1` base path; `{name}` marks a path parameter.
  */
 export const API_VERSION_PATH = '/v1'
+
+/**
+ * The pet operations' longest path that can still answer makes three DynamoDB calls in a row
+ * (limiter, id block, put), each bounded well inside this (dynamo-client.ts).
+ */
+const PET_OPERATION_SECONDS = 10
+
+/** Every operation can answer these: the gateway's 401, validation, the limiter, failures. */
+export const COMMON_ERROR_STATUSES = [400, 401, 429, 500, 503] as const
 
 export const ROUTES = [
   {
@@ -10,21 +25,33 @@ export const ROUTES = [
     method: 'GET',
     path: '/pets',
     functionName: 'list-pets',
-    access: 'read',
+    // A scan, or a query of the status index.
+    tables: { pets: 'LIST' },
+    timeoutSeconds: PET_OPERATION_SECONDS,
+    successStatus: 200,
+    errors: [],
   },
   {
     operationId: 'createPet',
     method: 'POST',
     path: '/pets',
     functionName: 'create-pet',
-    access: 'write',
+    // A put of the pet and an update of the id counter (it never reads pets); the idempotency
+    // record is claimed, completed and read back on a replay.
+    tables: { pets: 'APPEND', idempotency: 'RW' },
+    timeoutSeconds: PET_OPERATION_SECONDS,
+    successStatus: 201,
+    errors: [409, 413, 415, 422],
   },
   {
     operationId: 'getPet',
     method: 'GET',
     path: '/pets/{petId}',
     functionName: 'get-pet',
-    access: 'read',
+    tables: { pets: 'LOOKUP' },
+    timeoutSeconds: PET_OPERATION_SECONDS,
+    successStatus: 200,
+    errors: [404, 410],
     // RFC 9745 / RFC 8594: deprecated since this API's launch, removed on 5 December 2030.
     deprecation: {
       deprecatedAt: '2026-11-22T00:00:00Z',
@@ -34,14 +61,31 @@ export const ROUTES = [
   },
 ] as const satisfies readonly RouteDefinition[]
 
+/** The tables an operation can be granted; every operation also gets RATE_LIMIT_TABLE_ACCESS. */
+export type OperationTable = 'pets' | 'idempotency'
+
+/** Every operation is rate limited: counters are read and updated item by item, never put. */
+export const RATE_LIMIT_TABLE_ACCESS: TableAccess = 'COUNT'
+
 export interface RouteDefinition {
   operationId: string
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
   path: string
   /** Folder under functions/ holding `<name>-lambda.ts`. */
   functionName: string
-  /** What the operation needs from the pet table. */
-  access: 'read' | 'write'
+  /**
+   * Whether the operation changes data: the rate limiter lets a write wait for its decision and
+   * races a read against it. Derived from the method (only GET reads) unless stated here.
+   */
+  writes?: boolean
+  /** The level of access (table-access-config.ts) the function gets on each table it uses. */
+  tables: Partial<Record<OperationTable, TableAccess>> & { pets: TableAccess }
+  /** The Lambda timeout; the local gateway reports it to the handler too. */
+  timeoutSeconds: number
+  /** The status of a successful answer. */
+  successStatus: 200 | 201 | 204
+  /** Error statuses beyond COMMON_ERROR_STATUSES that the operation can answer. */
+  errors: readonly (404 | 409 | 410 | 413 | 415 | 422)[]
   deprecation?: RouteDeprecation
 }
 
@@ -62,3 +106,28 @@ export const routeOf = <Id extends OperationId>(
   if (!route) throw new Error(`Unknown operation ${operationId}`)
   return route as Extract<Route, { operationId: Id }>
 }
+
+/** A route writes when it says so, otherwise when its method is not GET. */
+export const writesOf = (route: RouteDefinition): boolean => route.writes ?? route.method !== 'GET'
+
+/** What the rate limiter needs to know of a route (shared/rate-limit/rate-limit-middleware.ts). */
+export const limiterAccessOf = (route: RouteDefinition): 'read' | 'write' =>
+  writesOf(route) ? 'write' : 'read'
+
+/** Every table the route's function may use, with its level, the rate-limit counters included. */
+export const tableAccessOf = (
+  route: RouteDefinition,
+): [OperationTable | 'rateLimits', TableAccess][] => [
+  ...(Object.entries(route.tables) as [OperationTable, TableAccess][]),
+  ['rateLimits', RATE_LIMIT_TABLE_ACCESS],
+]
+
+/** Whether the route's own tables (not the counters every route updates) grant a write. */
+export const grantsWrite = (route: RouteDefinition): boolean =>
+  (Object.values(route.tables) as TableAccess[]).some((access) =>
+    actionsOf(access).some((action) => WRITE_ACTIONS.includes(action)),
+  )
+
+/** Every error status the operation can answer, in ascending order. */
+export const errorStatusesOf = (route: RouteDefinition): number[] =>
+  [...new Set<number>([...COMMON_ERROR_STATUSES, ...route.errors])].sort((a, b) => a - b)

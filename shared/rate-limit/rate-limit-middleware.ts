@@ -1,6 +1,6 @@
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics'
 import { type KeyContext, readKeyContext } from '#shared/auth/key-context.ts'
-import type { RouteDefinition } from '#shared/config/routes-config.ts'
+import type { limiterAccessOf } from '#shared/config/routes-config.ts'
 import { isDatastoreConfigurationError } from '#shared/errors/datastore-errors.ts'
 import type { ErrorCode } from '#shared/errors/error-codes.ts'
 import { HttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
@@ -22,7 +22,7 @@ import {
 export interface RateLimitMiddlewareOptions {
   limiter: RateLimiter
   /** From the route table: writes wait for the decision, reads race it against the data access. */
-  access: RouteDefinition['access']
+  access: ReturnType<typeof limiterAccessOf>
   logger: AppLogger
   metrics?: Pick<Metrics, 'addMetric'>
   /** Only for the failure policy when the limiter itself throws. */

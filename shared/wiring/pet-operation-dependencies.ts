@@ -1,5 +1,5 @@
 import { optionalEnv, requireEnv } from '#shared/config/env-config.ts'
-import { type OperationId, routeOf } from '#shared/config/routes-config.ts'
+import { limiterAccessOf, type OperationId, routeOf } from '#shared/config/routes-config.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
 import { PetRepository } from '#shared/data/pet-repository.ts'
 import type { HttpPipelineOptions } from '#shared/middleware/http-pipeline.ts'
@@ -39,7 +39,7 @@ export const petOperationDependencies = (
         tableName: requireEnv('RATE_LIMIT_TABLE_NAME', env),
         clock,
       }),
-      access: routeOf(operationId).access,
+      access: limiterAccessOf(routeOf(operationId)),
       logger,
       metrics,
     }),

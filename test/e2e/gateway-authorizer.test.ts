@@ -10,6 +10,7 @@ import {
 } from '#local/local-gateway.ts'
 import { BEARER_CHALLENGE, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
+import { type OperationId, ROUTES } from '#shared/config/routes-config.ts'
 import { apiClient } from '#test/support/local-server.ts'
 
 /** The functions here are stubs, not the service: their answers are not the contract's. */
@@ -55,7 +56,10 @@ const stub: ProxyHandler = async () => {
 const serve = async (options: Partial<LocalGatewayOptions>) => {
   const server = createServer(
     createLocalGateway({
-      handlers: { listPets: stub, createPet: stub, getPet: stub },
+      handlers: Object.fromEntries(ROUTES.map((route) => [route.operationId, stub])) as Record<
+        OperationId,
+        ProxyHandler
+      >,
       authorizer,
       clock: () => now,
       authorizerCacheTtlSeconds: TTL_SECONDS,

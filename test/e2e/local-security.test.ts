@@ -1,7 +1,7 @@
 import { request } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { assertKeepsContract } from '#test/support/contract-validator.ts'
+import { assertKeepsContract } from '#openapi/contract-validator.ts'
 import { type InProcessServer, startInProcessServer } from '#test/support/local-server.ts'
 import { rawExchange } from '#test/support/raw-http.ts'
 

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { type EmbeddedDynamo, IN_MEMORY, startEmbeddedDynamo } from '#local/embedded-dynamo.ts'
 import { LOCAL_TABLES } from '#local/local-environment.ts'
+import { contractCheckingFetch } from '#openapi/contract-validator.ts'
 import {
   type AttemptEvent,
   createPetstoreClient,
@@ -14,7 +15,6 @@ import {
 } from '#openapi/petstore-client.ts'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
 import { DYNAMO_CLIENT_LIMITS } from '#shared/data/dynamo-client.ts'
-import { contractCheckingFetch } from '#test/support/contract-validator.ts'
 import { type FaultProxy, startFaultProxy } from '#test/support/fault-proxy.ts'
 import {
   apiClient,

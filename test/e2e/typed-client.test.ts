@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { contractCheckingFetch } from '#openapi/contract-validator.ts'
 import {
   createPetstoreClient,
   type Pet,
   PetstoreApiError,
   type PetstoreClient,
 } from '#openapi/petstore-client.ts'
-import { contractCheckingFetch } from '#test/support/contract-validator.ts'
 import { type InProcessServer, startInProcessServer } from '#test/support/local-server.ts'
 
 /**

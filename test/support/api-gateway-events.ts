@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import type { APIGatewayProxyEvent, APIGatewayTokenAuthorizerEvent, Context } from 'aws-lambda'
 import { type KeySyncEvent, SCHEDULED_EVENT } from '#functions/key-sync/key-sync-handler.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
+import type { RouteDefinition } from '#shared/config/routes-config.ts'
 import type { ApiEvent } from '#shared/middleware/http-types.ts'
 
 /**
@@ -30,7 +31,7 @@ export const tokenAuthorizerEvent = (
 ): APIGatewayTokenAuthorizerEvent => ({ ...structuredClone(TOKEN_EVENT), ...overrides })
 
 export interface RestRequest {
-  method?: 'GET' | 'POST'
+  method?: RouteDefinition['method']
   /** Resource below /v1, as in the route table, e.g. `/pets/{petId}`. */
   resource?: string
   pathParameters?: Record<string, string>

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { LocalKeys } from '#local/control-plane-bootstrap.ts'
 import type { StartLocalOptions } from '#local/local-server.ts'
-import { assertKeepsContract } from './contract-validator.ts'
+import { assertKeepsContract } from '#openapi/contract-validator.ts'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { contractViolations } from '#test/support/contract-validator.ts'
+import { contractViolations } from '#openapi/contract-validator.ts'
 
 /** The contract check itself must be able to fail: each broken response is caught. */
 const BASE = 'http://127.0.0.1:3000/v1'

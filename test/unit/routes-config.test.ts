@@ -3,27 +3,21 @@ import { basename, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
-import { type OperationId, ROUTES, routeOf } from '#shared/config/routes-config.ts'
+import {
+  COMMON_ERROR_STATUSES,
+  errorStatusesOf,
+  grantsWrite,
+  limiterAccessOf,
+  type OperationId,
+  ROUTES,
+  type RouteDefinition,
+  routeOf,
+  writesOf,
+} from '#shared/config/routes-config.ts'
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url))
 
 describe('routes config', () => {
-  it('has exactly the operations of docs/api.md, with their methods and paths', () => {
-    const operations = ROUTES.map(({ operationId, method, path }) => ({
-      operationId,
-      method,
-      path,
-    }))
-    expect(operations).toHaveLength(3)
-    expect(operations).toEqual(
-      expect.arrayContaining([
-        { operationId: 'listPets', method: 'GET', path: '/pets' },
-        { operationId: 'createPet', method: 'POST', path: '/pets' },
-        { operationId: 'getPet', method: 'GET', path: '/pets/{petId}' },
-      ]),
-    )
-  })
-
   it('has no two routes on the same method and path, nor sharing a function', () => {
     expect(new Set(ROUTES.map((route) => `${route.method} ${route.path}`)).size).toBe(ROUTES.length)
     expect(new Set(ROUTES.map((route) => route.functionName)).size).toBe(ROUTES.length)
@@ -44,10 +38,43 @@ describe('routes config', () => {
     )
   })
 
-  it('lets only createPet write', () => {
-    expect(ROUTES.filter((route) => route.access === 'write').map((r) => r.operationId)).toEqual([
-      'createPet',
-    ])
+  it.each(ROUTES.map((route) => [route.operationId, route] as const))(
+    '%s: every non-GET route is a write, and so is every route whose tables it may change',
+    (_operationId, route: RouteDefinition) => {
+      if (route.method !== 'GET') {
+        expect(
+          writesOf(route),
+          `${route.method} ${route.path} changes data: remove its \`writes: false\` in shared/config/routes-config.ts (the rate limiter must decide before a write runs)`,
+        ).toBe(true)
+      }
+      if (grantsWrite(route)) {
+        expect(
+          writesOf(route),
+          `${route.operationId} may write (tables ${JSON.stringify(route.tables)}): remove its \`writes: false\` in shared/config/routes-config.ts`,
+        ).toBe(true)
+      }
+      expect(limiterAccessOf(route)).toBe(writesOf(route) ? 'write' : 'read')
+    },
+  )
+
+  it('derives the write flag from the method unless a route states it', () => {
+    const route = { ...ROUTES[0], tables: { pets: 'LOOKUP' } } as const
+    expect(writesOf({ ...route, method: 'GET' })).toBe(false)
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE'] as const) {
+      expect(writesOf({ ...route, method })).toBe(true)
+    }
+    expect(writesOf({ ...route, method: 'POST', writes: false })).toBe(false)
+    expect(grantsWrite({ ...route, tables: { pets: 'REMOVE' } })).toBe(true)
+    expect(grantsWrite({ ...route, tables: { pets: 'LIST' } })).toBe(false)
+  })
+
+  it("answers every route's error statuses: the common ones and its own, once each, ascending", () => {
+    for (const route of ROUTES) {
+      const statuses = errorStatusesOf(route)
+      expect(statuses).toEqual([...new Set(statuses)].sort((a, b) => a - b))
+      expect(statuses).toEqual(expect.arrayContaining([...COMMON_ERROR_STATUSES, ...route.errors]))
+      expect(statuses).not.toContain(route.successStatus)
+    }
   })
 
   it('marks only getPet as deprecated', () => {

@@ -27,7 +27,7 @@ interface OpenApiDocument {
   components: { responses: Record<string, ResponseObject> }
 }
 
-const DOCUMENT_FILE = new URL('../../openapi/openapi.json', import.meta.url)
+const DOCUMENT_FILE = new URL('./openapi.json', import.meta.url)
 const DOCUMENT_ID = 'https://petstore.example/openapi.json'
 
 const document = JSON.parse(readFileSync(DOCUMENT_FILE, 'utf8')) as OpenApiDocument
@@ -73,6 +73,18 @@ const relativePath = (url: string): string => {
   const { pathname } = new URL(url)
   const at = pathname.indexOf(`${API_VERSION_SEGMENT}/`)
   return at >= 0 ? pathname.slice(at + API_VERSION_SEGMENT.length) : pathname
+}
+
+/** The operation ids of the document, in document order. */
+export const DOCUMENTED_OPERATIONS: readonly string[] = Object.values(document.paths).flatMap(
+  (methods) => Object.values(methods).map((operation) => operation.operationId),
+)
+
+/** The operation a request names, or undefined when the document has no such path and method. */
+export const operationIdOf = (method: string, url: string): string | undefined => {
+  const path = relativePath(url)
+  const match = templates.find(({ pattern }) => pattern.test(path))
+  return match ? document.paths[match.template]?.[method.toLowerCase()]?.operationId : undefined
 }
 
 const describeErrors = (validate: ValidateFunction) =>
