@@ -7,6 +7,7 @@ import {
   type PlanName,
   parsePlanLimits,
 } from '#shared/config/plans-config.ts'
+import { CONTROL_SECRET_PATTERN, CONTROL_SECRET_VARIABLE } from './control-plane-secret.ts'
 
 /** The local mode contract (docs/local-server.md, "Environment variables"). */
 export interface LocalConfig {
@@ -24,6 +25,8 @@ export interface LocalConfig {
    * 60 shows staging's behaviour (a revoked or new key takes effect up to the TTL later).
    */
   authorizerCacheTtlSeconds: number
+  /** PETSTORE_LOCAL_SECRET: the control plane's secret instead of the data directory's. */
+  controlSecret: string | undefined
 }
 
 export class LocalConfigError extends Error {
@@ -90,6 +93,13 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
       `PETSTORE_AUTHORIZER_CACHE_TTL must be seconds from 0 to 3600, got "${ttlText}"`,
     )
   }
+  const controlSecret = env[CONTROL_SECRET_VARIABLE]?.trim() || undefined
+  if (controlSecret !== undefined && !CONTROL_SECRET_PATTERN.test(controlSecret)) {
+    // Never echoed: it is a secret.
+    throw new LocalConfigError(
+      `${CONTROL_SECRET_VARIABLE} must be 32 to 128 characters of A-Z a-z 0-9 . _ ~ -`,
+    )
+  }
   return {
     port: parsePort(env.PORT?.trim() || String(DEFAULT_PORT)),
     host,
@@ -98,5 +108,6 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
     dynamoEndpoint: endpoint,
     enterpriseLimits,
     authorizerCacheTtlSeconds: Number(ttlText),
+    controlSecret,
   }
 }

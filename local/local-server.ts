@@ -24,6 +24,7 @@ import {
   MANAGEMENT_API_PATH,
   withControlPaths,
 } from './control-plane-handler.ts'
+import { controlSecretCredentials, localControlSecret } from './control-plane-secret.ts'
 import { ControlPlaneStore } from './control-plane-store.ts'
 import {
   type EmbeddedDynamo,
@@ -65,6 +66,8 @@ export interface LocalServer {
   keys: LocalKeys
   /** The management API of the local control plane (an APIGatewayClient endpoint). */
   managementEndpoint: string
+  /** What every request to the control plane must carry (control-plane-secret.ts). */
+  controlSecret: string
   /** Runs the local key sync now (after any change made so far) and returns what it did. */
   syncKeys(): Promise<KeySyncResult>
   /** The DynamoDB endpoint the functions use. */
@@ -181,6 +184,7 @@ export const startLocal = async (
   // First, so an unusable control-plane or key file stops the start before anything runs.
   const store = await ControlPlaneStore.open(config.dataDir, { clock })
   const keys = await bootstrapControlPlane(store, config)
+  const controlSecret = await localControlSecret(config.dataDir, config.controlSecret)
   if (!config.dynamoEndpoint) embedded = await startEmbeddedDynamo(config.dataDir)
   const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
   const keyMirrorTable = localKeyMirrorTable(config.dataDir, embedded !== undefined)
@@ -241,6 +245,7 @@ export const startLocal = async (
     mirrorItem: (keyHash) => mirror.get(keyHash),
     outputs: () => localOutputs(store, `http://${baseHost}${API_VERSION_PATH}`),
     clock,
+    secret: controlSecret,
     onError: (message, error) => logger.error(message, { error }),
   })
   const listener = withControlPaths(controlPlane, gateway)
@@ -296,6 +301,7 @@ export const startLocal = async (
   try {
     keySync = await startLocalKeySync({
       endpoint: managementEndpoint,
+      credentials: controlSecretCredentials(controlSecret),
       documentClient,
       tableName: keyMirrorTable,
       logger,
@@ -314,6 +320,7 @@ export const startLocal = async (
     baseUrl,
     keys,
     managementEndpoint,
+    controlSecret,
     syncKeys: () => started.run(),
     endpoint,
     embedded: embedded !== undefined,

@@ -3,6 +3,7 @@ import { CloudFormationClient } from '@aws-sdk/client-cloudformation'
 import { LambdaClient } from '@aws-sdk/client-lambda'
 import { TokenBucketPacer } from '#functions/key-sync/call-pacer.ts'
 import { MANAGEMENT_API_PATH } from '#local/control-plane-handler.ts'
+import { localControlAccess } from '#local/control-plane-secret.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { CLI_CALL_RATE, KeyAdmin, KeyAdminError } from './key-admin-service.ts'
@@ -42,7 +43,11 @@ export const localOrigin = (env: NodeJS.ProcessEnv): string => {
   return `http://${loopback}:${env.PORT?.trim() || '3000'}`
 }
 
-const openLocal = async (origin: string, warn: (message: string) => void): Promise<StageTarget> => {
+const openLocal = async (
+  origin: string,
+  warn: (message: string) => void,
+  env: NodeJS.ProcessEnv,
+): Promise<StageTarget> => {
   let record: Record<string, string>
   try {
     const response = await fetch(`${origin}/_local/outputs`)
@@ -54,16 +59,17 @@ const openLocal = async (origin: string, warn: (message: string) => void): Promi
     )
   }
   const outputs = stageOutputsFrom(record, `The local server at ${origin}`)
+  const access = await localControlAccess(env)
   const client = new APIGatewayClient({
     endpoint: `${origin}${MANAGEMENT_API_PATH}`,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: access.credentials,
     maxAttempts: 2,
   })
   const admin = new KeyAdmin({
     client,
     outputs,
-    sync: new LocalStageSync(origin),
+    sync: new LocalStageSync(origin, access.fetch),
     stage: 'local',
     region: 'us-east-1',
     mirrorWaitMs: 10_000,
@@ -129,7 +135,9 @@ export const openStageTarget = async ({
   env,
   warn,
 }: TargetChoice): Promise<StageTarget> => {
-  if (stage === undefined) return openLocal((url ?? localOrigin(env)).replace(/\/+$/, ''), warn)
+  if (stage === undefined) {
+    return openLocal((url ?? localOrigin(env)).replace(/\/+$/, ''), warn, env)
+  }
   if (!(DEPLOYED_STAGES as readonly string[]).includes(stage)) {
     throw new KeyAdminError(`--stage must be one of ${DEPLOYED_STAGES.join(', ')}`)
   }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CONTROL_SECRET_VARIABLE } from '#local/control-plane-secret.ts'
 import { runKeysCommand } from '#ops/keys-command.ts'
 import {
   apiClient,
@@ -37,7 +38,7 @@ const keys = async (...args: string[]) => {
     stderr: (text) => {
       stderr += text
     },
-    env: {},
+    env: { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
   })
   return { code, stdout, stderr }
 }
@@ -70,7 +71,7 @@ describe('npm run keys, locally', () => {
     const result = await runScriptToExit(
       'ops/keys-cli.ts',
       ['--url', origin, 'create', '--plan', 'pro', '--name', 'alice'],
-      {},
+      { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
     )
     expect(result.code, result.output).toBe(0)
     const key = result.stdout.trim()

@@ -16,6 +16,7 @@ import { TokenBucketPacer } from '#functions/key-sync/call-pacer.ts'
 import { type KeySyncResult, NOTHING_DONE } from '#functions/key-sync/key-sync-handler.ts'
 import { bootstrapControlPlane, localOutputs } from '#local/control-plane-bootstrap.ts'
 import { createControlPlaneHandler, MANAGEMENT_API_PATH } from '#local/control-plane-handler.ts'
+import { controlSecretCredentials } from '#local/control-plane-secret.ts'
 import { ControlPlaneStore } from '#local/control-plane-store.ts'
 import {
   CLI_CALL_RATE,
@@ -73,6 +74,8 @@ class MirrorSync implements StageSync {
   }
 }
 
+const SECRET = 'key-admin-service-test-secret-0123456789'
+
 beforeEach(async () => {
   now = START
   sleeps = []
@@ -92,13 +95,14 @@ beforeEach(async () => {
       mirrorItem: async () => undefined,
       outputs: () => ({}),
       clock: () => now,
+      secret: SECRET,
     }),
   )
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   client = new APIGatewayClient({
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}${MANAGEMENT_API_PATH}`,
     region: 'eu-west-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    credentials: controlSecretCredentials(SECRET),
   })
   sync = new MirrorSync(
     new ApiGatewayKeySource({ client, restApiId: 'local', stage: 'local', clock: () => now }),

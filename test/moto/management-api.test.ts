@@ -15,6 +15,7 @@ import {
 } from '#functions/key-sync/api-gateway-key-source.ts'
 import { keySyncDependencies } from '#functions/key-sync/key-sync-dependencies.ts'
 import { type KeySyncResult, keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
+import { CONTROL_SECRET_VARIABLE, controlSecretCredentials } from '#local/control-plane-secret.ts'
 import { runKeysCommand } from '#ops/keys-command.ts'
 import { smokeKeys } from '#ops/smoke-command.ts'
 import { stageOutputsFrom } from '#ops/stack-outputs-reader.ts'
@@ -134,7 +135,7 @@ beforeAll(async () => {
   localClient = new APIGatewayClient({
     endpoint: local.managementEndpoint,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: controlSecretCredentials(local.controlSecret),
   })
   localOutputs = (await (
     await fetch(`${new URL(local.baseUrl).origin}/_local/outputs`)
@@ -330,7 +331,7 @@ const cli = async (argv: string[], url?: string) => {
     stderr: (text: string) => {
       stderr += text
     },
-    env: process.env,
+    env: { ...process.env, [CONTROL_SECRET_VARIABLE]: local.controlSecret },
   }
   const code = url
     ? await runKeysCommand(['--url', url, ...argv], io)
