@@ -151,6 +151,20 @@ const sendError = (res: ServerResponse, error: ControlPlaneError) =>
   )
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
+type Kind = 'string' | 'boolean' | 'object' | 'array'
+/**
+ * Fields of the wrong JSON type are refused, as API Gateway refuses a body it cannot deserialize
+ * (400), rather than read as absent.
+ */
+const checkKinds = (input: Record<string, unknown>, kinds: Record<string, Kind>): void => {
+  for (const [field, kind] of Object.entries(kinds)) {
+    const value = input[field]
+    if (value === undefined || value === null) continue
+    const actual = Array.isArray(value) ? 'array' : typeof value
+    if (actual !== kind) throw badRequest(`${field} must be a JSON ${kind}`)
+  }
+}
+
 const objectOf = (value: unknown): Record<string, unknown> | undefined =>
   typeof value === 'object' && value !== null && !Array.isArray(value)
     ? (value as Record<string, unknown>)
@@ -211,6 +225,14 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
       if (id === undefined && method === 'POST') {
         if (query.get('mode') === 'import') throw badRequest('ImportApiKeys is not emulated')
         const input = await body()
+        checkKinds(input, {
+          name: 'string',
+          description: 'string',
+          enabled: 'boolean',
+          value: 'string',
+          customerId: 'string',
+          tags: 'object',
+        })
         const key = await store.createApiKey({
           name: str(input.name),
           description: str(input.description),
@@ -249,6 +271,14 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
     if (collection === 'usageplans') {
       if (id === undefined && method === 'POST') {
         const input = await body()
+        checkKinds(input, {
+          name: 'string',
+          description: 'string',
+          apiStages: 'array',
+          throttle: 'object',
+          quota: 'object',
+          tags: 'object',
+        })
         const throttle = objectOf(input.throttle)
         const quota = objectOf(input.quota)
         const period = quota?.period ?? 'DAY'

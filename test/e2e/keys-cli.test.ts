@@ -162,6 +162,25 @@ describe('npm run keys, locally', () => {
     expect(listed.stdout).not.toContain(key)
   })
 
+  it('refuses a plan whose derived numbers API Gateway refuses, before asking, and makes none', async () => {
+    // The DAY quota is 3 x per-day: 12e15, far past API Gateway's int32.
+    const plan = await keys(
+      'plan',
+      'create',
+      '--customer',
+      'huge',
+      '--per-minute',
+      '100',
+      '--per-day',
+      '4000000000000000',
+    )
+    expect(plan.code).toBe(1)
+    expect(plan.stderr).toContain(
+      '--per-minute 100 --per-day 4000000000000000 make a usage plan API Gateway refuses: quota.limit must be an integer from 0 to 2147483647',
+    )
+    expect((await keys('plan', 'list')).stdout).not.toContain('huge')
+  })
+
   it('answers usage errors with exit 2 and the usage, and a missing server with exit 1', async () => {
     for (const args of [
       ['create', '--plan', 'gold'],
