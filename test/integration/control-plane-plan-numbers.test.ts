@@ -178,3 +178,24 @@ describe('malformed bodies', () => {
     expect(await readdir(dataDir)).toEqual(['control-plane.json'])
   })
 })
+
+describe('the store itself', () => {
+  it('saves only what its reader reads back: whole-millisecond dates from a clock with fractions, a refused tag value left out', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'petstore-store-readable-'))
+    try {
+      const store = await ControlPlaneStore.open(dir, {
+        clock: () => Date.UTC(2026, 10, 22) + 0.25,
+      })
+      const key = await store.createApiKey({ name: 'fractional-clock', enabled: true })
+      const untyped = { team: 7 } as unknown as Record<string, string>
+      await expect(store.tag(`/apikeys/${key.id}`, untyped)).rejects.toMatchObject({ status: 400 })
+      const reopened = await ControlPlaneStore.open(dir, { clock: () => 0 })
+      expect(reopened.apiKey(key.id)).toMatchObject({
+        createdDate: Date.UTC(2026, 10, 22),
+        tags: {},
+      })
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})
