@@ -7,6 +7,8 @@ import {
   type PlanName,
   parsePlanLimits,
 } from '#shared/config/plans-config.ts'
+import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
+import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import { CONTROL_SECRET_PATTERN, CONTROL_SECRET_VARIABLE } from './control-plane-secret.ts'
 
 /** The local mode contract (docs/local-server.md, "Environment variables"). */
@@ -84,6 +86,13 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
     } catch (error) {
       throw new LocalConfigError(`ENTERPRISE_LIMITS: ${(error as Error).message}`)
     }
+    // The local Enterprise plan gets the deployed backstop: numbers API Gateway must accept.
+    const { rateLimit, burstLimit, dailyQuota } = usagePlanBackstop(enterpriseLimits)
+    checkUsagePlanNumbers(
+      { rateLimit, burstLimit, quotaLimit: dailyQuota },
+      (problem) =>
+        new LocalConfigError(`ENTERPRISE_LIMITS: its usage plan would be refused: ${problem}`),
+    )
   }
   const host = env.HOST?.trim() || '127.0.0.1'
   const ttlText = env.PETSTORE_AUTHORIZER_CACHE_TTL?.trim() || '0'
