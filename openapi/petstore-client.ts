@@ -53,6 +53,7 @@ export interface PetstoreClientOptions {
   /**
    * Most time one call takes in all: its requests, retries, pauses and its turn behind the
    * client's other calls. Past it the call fails with a `TimeoutError`, wherever it was waiting.
+   * Default: `maxWaitMs` + 30 s.
    */
   timeoutMs?: number
   /**
@@ -83,7 +84,8 @@ const DEFAULTS = {
   maxAttempts: 5,
   // Long enough to wait out a whole minute window (Free: 60 requests a minute), not a day's.
   maxWaitMs: 90_000,
-  timeoutMs: 120_000,
+  /** The default deadline is maxWaitMs plus this, for the requests themselves. */
+  requestAllowanceMs: 30_000,
   // The longest the API itself asks for: `quota_exceeded` waits for UTC midnight, under a day.
   maxRetryAfterMs: 86_400_000,
   baseDelayMs: 500,
@@ -328,7 +330,9 @@ export const createPetstoreClient = (options: PetstoreClientOptions) => {
   const settings = {
     maxAttempts: options.maxAttempts ?? DEFAULTS.maxAttempts,
     maxWaitMs: options.maxWaitMs ?? DEFAULTS.maxWaitMs,
-    timeoutMs: options.timeoutMs ?? DEFAULTS.timeoutMs,
+    // Above the waits a call may make: `whenSuspended: 'wait'` with a long maxWaitMs still waits.
+    timeoutMs:
+      options.timeoutMs ?? (options.maxWaitMs ?? DEFAULTS.maxWaitMs) + DEFAULTS.requestAllowanceMs,
     maxRetryAfterMs: options.maxRetryAfterMs ?? DEFAULTS.maxRetryAfterMs,
     baseDelayMs: options.baseDelayMs ?? DEFAULTS.baseDelayMs,
     maxDelayMs: options.maxDelayMs ?? DEFAULTS.maxDelayMs,
