@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import { readFile } from 'node:fs/promises'
+import { chmod, readFile } from 'node:fs/promises'
 import type { IncomingMessage } from 'node:http'
 import { join, resolve } from 'node:path'
 import { IN_MEMORY } from './embedded-dynamo.ts'
@@ -28,7 +28,11 @@ export const localControlSecret = async (
 ): Promise<string> => {
   if (fromEnv !== undefined) return fromEnv
   if (dataDir === IN_MEMORY) return randomBytes(32).toString('hex')
-  return keptSecret(join(dataDir, CONTROL_SECRET_FILE))
+  const file = join(dataDir, CONTROL_SECRET_FILE)
+  const secret = await keptSecret(file)
+  // Owner-only even when the file was copied in or its mode changed since.
+  await chmod(file, 0o600)
+  return secret
 }
 
 /** Where the banner says the secret is. */
