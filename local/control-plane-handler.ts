@@ -1,7 +1,9 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
 import { LOCAL_CONTROL_PREFIX, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
+import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
+import { controlPlaneRefusal } from './control-plane-guard.ts'
 import {
   ControlPlaneError,
   type ControlPlaneStore,
@@ -34,6 +36,8 @@ export interface ControlPlaneHandlerOptions {
   mirrorItem: (keyHash: string) => Promise<KeyMirrorItem | undefined>
   outputs: () => Record<string, string>
   clock: () => number
+  /** What every request that reads or changes keys must carry (control-plane-secret.ts). */
+  secret: string
   onError?: (message: string, error: unknown) => void
 }
 
@@ -134,7 +138,37 @@ const send = (res: ServerResponse, status: number, body?: unknown, type?: string
   res.end(text)
 }
 
+/**
+ * A refusal in the Error body (`code`, `message`, `status`), the code being the exception API
+ * Gateway names in `x-amzn-ErrorType`, which the AWS SDKs read.
+ */
+const sendError = (res: ServerResponse, error: ControlPlaneError) =>
+  send(
+    res,
+    error.status,
+    { code: error.type, message: error.message, status: error.status },
+    error.type,
+  )
+
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
+type Kind = 'string' | 'boolean' | 'object' | 'array'
+/**
+ * Fields of the wrong JSON type are refused, as API Gateway refuses a body it cannot deserialize
+ * (400), rather than read as absent.
+ */
+const checkKinds = (input: Record<string, unknown>, kinds: Record<string, Kind>): void => {
+  for (const [field, kind] of Object.entries(kinds)) {
+    const value = input[field]
+    if (value === undefined || value === null) continue
+    const actual = Array.isArray(value) ? 'array' : typeof value
+    if (actual !== kind) throw badRequest(`${field} must be a JSON ${kind}`)
+  }
+}
+
+const objectOf = (value: unknown): Record<string, unknown> | undefined =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined
 const tagsOf = (value: unknown): Record<string, string> | undefined =>
   value && typeof value === 'object'
     ? Object.fromEntries(
@@ -145,12 +179,21 @@ const tagsOf = (value: unknown): Record<string, string> | undefined =>
     : undefined
 const patchOperations = (body: Record<string, unknown>): PatchOperation[] =>
   Array.isArray(body.patchOperations)
-    ? body.patchOperations.map((operation: Record<string, unknown>) => ({
-        op: str(operation?.op),
-        path: str(operation?.path),
-        value: str(operation?.value),
+    ? body.patchOperations.map((operation: unknown) => ({
+        op: str(objectOf(operation)?.op),
+        path: str(objectOf(operation)?.path),
+        value: str(objectOf(operation)?.value),
       }))
     : []
+
+/** A path label as its percent-escapes say; a malformed escape is the caller's mistake (400). */
+const decodedLabel = (label: string): string => {
+  try {
+    return decodeURIComponent(label)
+  } catch {
+    throw badRequest('Invalid percent-encoding in the path')
+  }
+}
 
 const utcDay = (epochMs: number) => new Date(epochMs).toISOString().slice(0, 10)
 
@@ -182,6 +225,14 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
       if (id === undefined && method === 'POST') {
         if (query.get('mode') === 'import') throw badRequest('ImportApiKeys is not emulated')
         const input = await body()
+        checkKinds(input, {
+          name: 'string',
+          description: 'string',
+          enabled: 'boolean',
+          value: 'string',
+          customerId: 'string',
+          tags: 'object',
+        })
         const key = await store.createApiKey({
           name: str(input.name),
           description: str(input.description),
@@ -220,31 +271,42 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
     if (collection === 'usageplans') {
       if (id === undefined && method === 'POST') {
         const input = await body()
-        const throttle = input.throttle as { rateLimit?: unknown; burstLimit?: unknown } | undefined
-        const quota = input.quota as
-          | { limit?: unknown; offset?: unknown; period?: unknown }
-          | undefined
-        const period = str(quota?.period) ?? 'DAY'
+        checkKinds(input, {
+          name: 'string',
+          description: 'string',
+          apiStages: 'array',
+          throttle: 'object',
+          quota: 'object',
+          tags: 'object',
+        })
+        const throttle = objectOf(input.throttle)
+        const quota = objectOf(input.quota)
+        const period = quota?.period ?? 'DAY'
         if (period !== 'DAY' && period !== 'WEEK' && period !== 'MONTH') {
           throw badRequest('Invalid quota period')
         }
+        // Numbers as API Gateway reads them: a string, a fraction or 1e400 is refused, not coerced.
+        const numbers = {
+          rateLimit: throttle?.rateLimit ?? 0,
+          burstLimit: throttle?.burstLimit ?? 0,
+          quotaLimit: quota?.limit ?? 0,
+          quotaOffset: quota?.offset ?? 0,
+        }
+        checkUsagePlanNumbers(numbers, badRequest)
         const plan = await store.createUsagePlan({
           name: str(input.name) ?? '',
           description: str(input.description),
           apiStages: Array.isArray(input.apiStages)
-            ? input.apiStages.map((stage: Record<string, unknown>) => ({
-                apiId: str(stage?.apiId) ?? '',
-                stage: str(stage?.stage) ?? '',
+            ? input.apiStages.map((stage: unknown) => ({
+                apiId: str(objectOf(stage)?.apiId) ?? '',
+                stage: str(objectOf(stage)?.stage) ?? '',
               }))
             : [],
           throttle: throttle
-            ? {
-                rateLimit: Number(throttle.rateLimit ?? 0),
-                burstLimit: Number(throttle.burstLimit ?? 0),
-              }
+            ? { rateLimit: numbers.rateLimit as number, burstLimit: numbers.burstLimit as number }
             : undefined,
           quota: quota
-            ? { limit: Number(quota.limit ?? 0), offset: Number(quota.offset ?? 0), period }
+            ? { limit: numbers.quotaLimit as number, offset: numbers.quotaOffset as number, period }
             : undefined,
           tags: tagsOf(input.tags),
         })
@@ -305,7 +367,7 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
     }
     if (collection === 'tags' && id !== undefined && sub === undefined) {
       // The ARN is one path label: arn:aws:apigateway:{region}::/apikeys/{id}.
-      const resource = decodeURIComponent(id).split('::')[1] ?? ''
+      const resource = decodedLabel(id).split('::')[1] ?? ''
       if (method === 'GET') return { status: 200, body: { tags: store.tagsOf(resource) } }
       if (method === 'PUT') {
         await store.tag(resource, tagsOf((await body()).tags) ?? {})
@@ -381,6 +443,14 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
   }
 
   return (req, res) => {
+    const refusal = controlPlaneRefusal(req, options.secret)
+    if (refusal) {
+      // Nothing of the request is read; the connection closes so an unread body cannot linger.
+      res.setHeader('Connection', 'close')
+      sendError(res, refusal)
+      req.resume()
+      return
+    }
     const url = URL.parse(req.url ?? '/', 'http://local')
     const method = (req.method ?? 'GET').toUpperCase()
     const segments = (url?.pathname ?? '')
@@ -401,11 +471,16 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
       (error: unknown) => {
         req.resume()
         if (error instanceof ControlPlaneError) {
-          send(res, error.status, { message: error.message }, error.type)
+          sendError(res, error)
           return
         }
         options.onError?.('Local control plane failed', error)
-        send(res, 500, { message: 'Internal error' }, 'InternalFailure')
+        send(
+          res,
+          500,
+          { code: 'InternalFailure', message: 'Internal error', status: 500 },
+          'InternalFailure',
+        )
       },
     )
   }

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto'
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { mkdir, open, readFile, rename, rm } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import * as z from 'zod/mini'
+import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import type { Clock } from '#shared/time/clock.ts'
 import { IN_MEMORY } from './embedded-dynamo.ts'
 import { parseJsonFile } from './json-error-locator.ts'
@@ -26,6 +27,8 @@ export const API_GATEWAY_CEILINGS = { apiKeys: 10_000, usagePlans: 300 } as cons
 
 /** API Gateway key values: 20 to 128 characters (the bearer grammar in shared/auth narrows it). */
 const KEY_VALUE = /^[\x21-\x7e]{20,128}$/
+
+const TagsSchema = z.record(z.string(), z.string())
 
 const ApiKeySchema = z.object({
   id: z.string().check(z.regex(/^[a-z0-9]{1,64}$/)),
@@ -70,10 +73,13 @@ export class ControlPlaneError extends Error {
   constructor(
     readonly status: number,
     readonly type:
+      | 'AccessDeniedException'
       | 'BadRequestException'
       | 'ConflictException'
       | 'LimitExceededException'
-      | 'NotFoundException',
+      | 'NotFoundException'
+      | 'UnauthorizedException'
+      | 'UnsupportedMediaTypeException',
     message: string,
   ) {
     super(message)
@@ -165,6 +171,8 @@ export interface ControlPlaneStoreOptions {
 export class ControlPlaneStore {
   readonly file: string | undefined
   readonly #clock: Clock
+  /** Whole milliseconds, as the file keeps dates (a test's clock may have fractions). */
+  #now = () => Math.floor(this.#clock())
   /** Called after every change is saved: the local key sync's trigger. */
   onChange: () => void = () => undefined
   #state: State
@@ -248,7 +256,7 @@ export class ControlPlaneStore {
     if (this.apiKeyByValue(value)) {
       throw new ControlPlaneError(409, 'ConflictException', 'API Key value already exists')
     }
-    const now = input.createdDate ?? this.#clock()
+    const now = input.createdDate ?? this.#now()
     const key: StoredApiKey = {
       id: newId(10),
       name: input.name ?? '',
@@ -260,7 +268,7 @@ export class ControlPlaneStore {
       ...(input.customerId !== undefined ? { customerId: input.customerId } : {}),
       tags: { ...input.tags },
     }
-    this.#state.apiKeys.push(key)
+    this.#state.apiKeys.push(readable(ApiKeySchema, key))
     await this.#changed()
     return key
   }
@@ -279,8 +287,8 @@ export class ControlPlaneStore {
       else if (path === '/customerId' && value !== undefined) next.customerId = value
       else throw badRequest(`Invalid patch path ${path ?? ''} for API Key`)
     }
-    next.lastUpdatedDate = this.#clock()
-    Object.assign(key, next)
+    next.lastUpdatedDate = this.#now()
+    Object.assign(key, readable(ApiKeySchema, next))
     await this.#changed()
     return key
   }
@@ -298,6 +306,7 @@ export class ControlPlaneStore {
       throw new ControlPlaneError(429, 'LimitExceededException', 'Usage Plan limit exceeded')
     }
     if (!input.name) throw badRequest('Usage Plan name is required')
+    checkPlanNumbers(input)
     const plan: StoredUsagePlan = {
       id: newId(6),
       name: input.name,
@@ -307,7 +316,7 @@ export class ControlPlaneStore {
       ...(input.quota ? { quota: { ...input.quota } } : {}),
       tags: { ...input.tags },
     }
-    this.#state.usagePlans.push(plan)
+    this.#state.usagePlans.push(readable(UsagePlanSchema, plan))
     await this.#changed()
     return plan
   }
@@ -319,12 +328,11 @@ export class ControlPlaneStore {
   async updateUsagePlan(id: string, operations: PatchOperation[]): Promise<StoredUsagePlan> {
     const plan = this.usagePlan(id)
     const next: StoredUsagePlan = structuredClone(plan)
+    // API Gateway reads a patch's value as the field's type: checked below, never truncated.
     const number = (value: string | undefined) => {
-      const parsed = Number(value)
-      if (value === undefined || !Number.isFinite(parsed) || parsed < 0) {
+      if (value === undefined || value.trim() === '')
         throw badRequest('Invalid number in patch operation')
-      }
-      return parsed
+      return Number(value)
     }
     for (const { op, path, value } of operations) {
       if (path === '/apiStages' && (op === 'add' || op === 'remove')) {
@@ -347,8 +355,8 @@ export class ControlPlaneStore {
       if (path === '/name' && value) next.name = value
       else if (path === '/description' && value !== undefined) next.description = value
       else if (path === '/throttle/rateLimit') throttle().rateLimit = number(value)
-      else if (path === '/throttle/burstLimit') throttle().burstLimit = Math.trunc(number(value))
-      else if (path === '/quota/limit') quota().limit = Math.trunc(number(value))
+      else if (path === '/throttle/burstLimit') throttle().burstLimit = number(value)
+      else if (path === '/quota/limit') quota().limit = number(value)
       else if (
         path === '/quota/period' &&
         (value === 'DAY' || value === 'WEEK' || value === 'MONTH')
@@ -356,7 +364,8 @@ export class ControlPlaneStore {
         quota().period = value
       else throw badRequest(`Invalid patch path ${path ?? ''} for Usage Plan`)
     }
-    Object.assign(plan, next)
+    checkPlanNumbers(next)
+    Object.assign(plan, readable(UsagePlanSchema, next))
     await this.#changed()
     return plan
   }
@@ -407,7 +416,7 @@ export class ControlPlaneStore {
   /** TagResource on an API key or usage plan (`/apikeys/{id}` or `/usageplans/{id}`). */
   async tag(resource: string, tags: Record<string, string>): Promise<void> {
     const target = this.#taggable(resource)
-    target.tags = { ...target.tags, ...tags }
+    target.tags = readable(TagsSchema, { ...target.tags, ...tags })
     await this.#changed()
   }
 
@@ -439,10 +448,46 @@ export class ControlPlaneStore {
   }
 }
 
+/**
+ * A record as the file's reader would read it back, or a 400: nothing the next start would stop
+ * on is ever saved. Checked before the change is made, so a refused change leaves nothing behind.
+ */
+const readable = <T>(schema: z.ZodMiniType<T>, record: T): T => {
+  const result = schema.safeParse(JSON.parse(JSON.stringify(record)))
+  if (!result.success) {
+    const at = result.error.issues[0]?.path.map(String).join('.') ?? ''
+    throw badRequest(`Invalid ${at || 'value'}: the control plane could not read it back`)
+  }
+  return record
+}
+
+/** A plan's numbers as API Gateway accepts them (int32 burst and quota, a finite rate). */
+const checkPlanNumbers = ({ throttle, quota }: Pick<StoredUsagePlan, 'throttle' | 'quota'>) =>
+  checkUsagePlanNumbers(
+    {
+      rateLimit: throttle?.rateLimit,
+      burstLimit: throttle?.burstLimit,
+      quotaLimit: quota?.limit,
+      quotaOffset: quota?.offset,
+    },
+    badRequest,
+  )
+
 /** Written aside and renamed into place, owner-only: a reader never sees half a file. */
 const writeWhole = async (file: string, text: string): Promise<void> => {
   await mkdir(dirname(file), { recursive: true })
-  const aside = `${file}.${process.pid}.tmp`
-  await writeFile(aside, text, { mode: 0o600 })
-  await rename(aside, file)
+  const aside = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
+  try {
+    const handle = await open(aside, 'wx', 0o600)
+    try {
+      await handle.writeFile(text)
+      // On disk before the rename makes it the file: a power cut leaves the old file or the new.
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+    await rename(aside, file)
+  } finally {
+    await rm(aside, { force: true })
+  }
 }

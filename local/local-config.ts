@@ -1,5 +1,9 @@
 import { isWellFormedApiKey } from '#shared/auth/bearer-token.ts'
 import {
+  CONTROL_SECRET_PATTERN,
+  CONTROL_SECRET_VARIABLE,
+} from '#shared/config/local-control-config.ts'
+import {
   DEFAULT_ENTERPRISE_LIMITS,
   isPlanName,
   PLAN_NAMES,
@@ -7,6 +11,8 @@ import {
   type PlanName,
   parsePlanLimits,
 } from '#shared/config/plans-config.ts'
+import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
+import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 
 /** The local mode contract (docs/local-server.md, "Environment variables"). */
 export interface LocalConfig {
@@ -24,6 +30,8 @@ export interface LocalConfig {
    * 60 shows staging's behaviour (a revoked or new key takes effect up to the TTL later).
    */
   authorizerCacheTtlSeconds: number
+  /** PETSTORE_LOCAL_SECRET: the control plane's secret instead of the data directory's. */
+  controlSecret: string | undefined
 }
 
 export class LocalConfigError extends Error {
@@ -81,6 +89,13 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
     } catch (error) {
       throw new LocalConfigError(`ENTERPRISE_LIMITS: ${(error as Error).message}`)
     }
+    // The local Enterprise plan gets the deployed backstop: numbers API Gateway must accept.
+    const { rateLimit, burstLimit, dailyQuota } = usagePlanBackstop(enterpriseLimits)
+    checkUsagePlanNumbers(
+      { rateLimit, burstLimit, quotaLimit: dailyQuota },
+      (problem) =>
+        new LocalConfigError(`ENTERPRISE_LIMITS: its usage plan would be refused: ${problem}`),
+    )
   }
   const host = env.HOST?.trim() || '127.0.0.1'
   const ttlText = env.PETSTORE_AUTHORIZER_CACHE_TTL?.trim() || '0'
@@ -88,6 +103,13 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
   if (!/^\d+$/.test(ttlText) || Number(ttlText) > 3600) {
     throw new LocalConfigError(
       `PETSTORE_AUTHORIZER_CACHE_TTL must be seconds from 0 to 3600, got "${ttlText}"`,
+    )
+  }
+  const controlSecret = env[CONTROL_SECRET_VARIABLE]?.trim() || undefined
+  if (controlSecret !== undefined && !CONTROL_SECRET_PATTERN.test(controlSecret)) {
+    // Never echoed: it is a secret.
+    throw new LocalConfigError(
+      `${CONTROL_SECRET_VARIABLE} must be 32 to 128 characters of A-Z a-z 0-9 . _ ~ -`,
     )
   }
   return {
@@ -98,5 +120,6 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
     dynamoEndpoint: endpoint,
     enterpriseLimits,
     authorizerCacheTtlSeconds: Number(ttlText),
+    controlSecret,
   }
 }

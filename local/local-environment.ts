@@ -64,14 +64,14 @@ export const localFunctionEnvironment = (
   return env
 }
 
-/** What localCursorSecret writes: 32 random bytes as hex. */
-const CURSOR_SECRET_PATTERN = /^[0-9a-f]{64}$/
+/** What a kept secret's file holds: 32 random bytes as hex. */
+const SECRET_PATTERN = /^[0-9a-f]{64}$/
 
 const readSecret = async (file: string): Promise<string | undefined> => {
   try {
     const text = (await readFile(file, 'utf8')).trim()
-    // Empty or cut short (a first start killed mid-write): not a key to sign cursors with.
-    return CURSOR_SECRET_PATTERN.test(text) ? text : undefined
+    // Empty or cut short (a first start killed mid-write): not a secret to use.
+    return SECRET_PATTERN.test(text) ? text : undefined
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw error
@@ -79,15 +79,11 @@ const readSecret = async (file: string): Promise<string | undefined> => {
 }
 
 /**
- * The local stage's cursor secret, as a deploy makes one per stage: random on first start and
- * kept in the data directory (owner-only), so cursors survive a restart; a fresh one per process
- * with `:memory:`, which keeps no data for a cursor to point into anyway. The file appears whole
- * or not at all (written aside, then linked into place), so a kill mid-write never leaves an
- * empty or short key; a file that is not a whole key anyway is replaced.
+ * A secret of the data directory: random on first start and kept in `file` (owner-only). The
+ * file appears whole or not at all (written aside, then linked into place), so a kill mid-write
+ * never leaves an empty or short secret; a file that is not a whole secret anyway is replaced.
  */
-export const localCursorSecret = async (dataDir: string): Promise<string> => {
-  if (dataDir === IN_MEMORY) return randomBytes(32).toString('hex')
-  const file = join(dataDir, CURSOR_SECRET_FILE)
+export const keptSecret = async (file: string): Promise<string> => {
   const kept = await readSecret(file)
   if (kept) return kept
   const aside = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`
@@ -102,8 +98,18 @@ export const localCursorSecret = async (dataDir: string): Promise<string> => {
     await rm(aside, { force: true })
   }
   const secret = await readSecret(file)
-  if (!secret) throw new Error(`${file} does not hold a cursor secret`)
+  if (!secret) throw new Error(`${file} does not hold a secret`)
   return secret
 }
+
+/**
+ * The local stage's cursor secret, as a deploy makes one per stage: kept in the data directory
+ * (keptSecret), so cursors survive a restart; a fresh one per process with `:memory:`, which
+ * keeps no data for a cursor to point into anyway.
+ */
+export const localCursorSecret = async (dataDir: string): Promise<string> =>
+  dataDir === IN_MEMORY
+    ? randomBytes(32).toString('hex')
+    : keptSecret(join(dataDir, CURSOR_SECRET_FILE))
 
 export const CURSOR_SECRET_FILE = 'cursor-secret'

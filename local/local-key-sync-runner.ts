@@ -30,6 +30,8 @@ const CHANGE_COALESCE_MS = 20
 export interface LocalKeySyncOptions {
   /** The management API, e.g. http://127.0.0.1:3000/_local/apigateway. */
   endpoint: string
+  /** The control plane's secret as SDK credentials (controlSecretCredentials). */
+  credentials: { accessKeyId: string; secretAccessKey: string }
   documentClient: DynamoDBDocumentClient
   tableName: string
   logger: AppLogger
@@ -66,7 +68,7 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
   const client = new APIGatewayClient({
     endpoint: options.endpoint,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: options.credentials,
     maxAttempts: 2,
   })
   const { apiId, stage } = LOCAL_API_STAGE

@@ -7,6 +7,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
+import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
@@ -24,6 +25,7 @@ import {
   MANAGEMENT_API_PATH,
   withControlPaths,
 } from './control-plane-handler.ts'
+import { localControlSecret } from './control-plane-secret.ts'
 import { ControlPlaneStore } from './control-plane-store.ts'
 import {
   type EmbeddedDynamo,
@@ -65,6 +67,8 @@ export interface LocalServer {
   keys: LocalKeys
   /** The management API of the local control plane (an APIGatewayClient endpoint). */
   managementEndpoint: string
+  /** What every request to the control plane must carry (control-plane-secret.ts). */
+  controlSecret: string
   /** Runs the local key sync now (after any change made so far) and returns what it did. */
   syncKeys(): Promise<KeySyncResult>
   /** The DynamoDB endpoint the functions use. */
@@ -181,6 +185,7 @@ export const startLocal = async (
   // First, so an unusable control-plane or key file stops the start before anything runs.
   const store = await ControlPlaneStore.open(config.dataDir, { clock })
   const keys = await bootstrapControlPlane(store, config)
+  const controlSecret = await localControlSecret(config.dataDir, config.controlSecret)
   if (!config.dynamoEndpoint) embedded = await startEmbeddedDynamo(config.dataDir)
   const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
   const keyMirrorTable = localKeyMirrorTable(config.dataDir, embedded !== undefined)
@@ -241,6 +246,7 @@ export const startLocal = async (
     mirrorItem: (keyHash) => mirror.get(keyHash),
     outputs: () => localOutputs(store, `http://${baseHost}${API_VERSION_PATH}`),
     clock,
+    secret: controlSecret,
     onError: (message, error) => logger.error(message, { error }),
   })
   const listener = withControlPaths(controlPlane, gateway)
@@ -296,6 +302,7 @@ export const startLocal = async (
   try {
     keySync = await startLocalKeySync({
       endpoint: managementEndpoint,
+      credentials: controlSecretCredentials(controlSecret),
       documentClient,
       tableName: keyMirrorTable,
       logger,
@@ -314,6 +321,7 @@ export const startLocal = async (
     baseUrl,
     keys,
     managementEndpoint,
+    controlSecret,
     syncKeys: () => started.run(),
     endpoint,
     embedded: embedded !== undefined,

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path'
 import { MANAGEMENT_API_PATH } from './control-plane-handler.ts'
+import { controlSecretLocation } from './control-plane-secret.ts'
 import { IN_MEMORY } from './embedded-dynamo.ts'
 import { DEFAULT_PORT, type LocalConfig } from './local-config.ts'
 import type { LocalServer } from './local-server.ts'
@@ -29,6 +30,7 @@ export const startBanner = (
         ]
       : []),
     ...(local.keys.others > 0 ? [`  ${local.keys.others} other key(s): ${keysCommand} list`] : []),
+    `Control plane secret (npm run keys reads it): ${controlSecretLocation(config.dataDir, config.controlSecret)}`,
     `Keys: ${keysCommand} create --plan pro | list | revoke <id> (control plane at ${origin}${MANAGEMENT_API_PATH})`,
     `Try: curl -H "Authorization: Bearer <key>" ${local.baseUrl}/pets`,
   ]

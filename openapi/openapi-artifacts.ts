@@ -3,12 +3,14 @@ import openapiTS, { astToString } from 'openapi-typescript'
 import { buildOpenApiDocument } from './openapi-document.ts'
 
 /**
- * The committed contract files, made from the zod schemas: the OpenAPI document and the
+ * The committed contract files, made from the zod schemas: the OpenAPI document, the
  * TypeScript types openapi-typescript generates from it (what a client such as openapi-fetch
- * uses). `npm run openapi` writes them; a test fails when either is stale.
+ * uses) and the client package's version, which is the document's `info.version`. `npm run
+ * openapi` writes them; a test fails when any is stale.
  */
 export const OPENAPI_DOCUMENT_FILE = new URL('./openapi.json', import.meta.url)
 export const OPENAPI_TYPES_FILE = new URL('./openapi-types.ts', import.meta.url)
+export const CLIENT_PACKAGE_FILE = new URL('../client/package.json', import.meta.url)
 
 export const renderOpenApiDocument = (): string =>
   `${JSON.stringify(buildOpenApiDocument(), null, 2)}\n`
@@ -19,13 +21,23 @@ const TYPES_HEADER =
 export const renderOpenApiTypes = async (documentText: string): Promise<string> =>
   `${TYPES_HEADER}${astToString(await openapiTS(JSON.parse(documentText)))}`
 
+/** The client's package.json with the version of the API it speaks. */
+export const renderClientPackage = (documentText: string, packageText: string): string => {
+  const { info } = JSON.parse(documentText) as { info: { version: string } }
+  const manifest = JSON.parse(packageText) as Record<string, unknown>
+  return `${JSON.stringify({ ...manifest, version: info.version }, null, 2)}\n`
+}
+
 export const readCommitted = async () => ({
   document: await readFile(OPENAPI_DOCUMENT_FILE, 'utf8'),
   types: await readFile(OPENAPI_TYPES_FILE, 'utf8'),
+  clientPackage: await readFile(CLIENT_PACKAGE_FILE, 'utf8'),
 })
 
 export const writeOpenApiArtifacts = async (): Promise<void> => {
   const document = renderOpenApiDocument()
   await writeFile(OPENAPI_DOCUMENT_FILE, document)
   await writeFile(OPENAPI_TYPES_FILE, await renderOpenApiTypes(document))
+  const clientPackage = await readFile(CLIENT_PACKAGE_FILE, 'utf8')
+  await writeFile(CLIENT_PACKAGE_FILE, renderClientPackage(document, clientPackage))
 }

@@ -50,6 +50,17 @@ export interface PetstoreClientOptions {
   maxAttempts?: number
   /** Most time one call spends waiting (retry delays and rate-limit pauses) before it gives up. */
   maxWaitMs?: number
+  /**
+   * Most time one call takes in all: its requests, retries, pauses and its turn behind the
+   * client's other calls. Past it the call fails with a `TimeoutError`, wherever it was waiting.
+   * Default: `maxWaitMs` + 30 s.
+   */
+  timeoutMs?: number
+  /**
+   * The longest `Retry-After` (and `X-RateLimit-Reset`) taken as given: a longer one (a proxy's
+   * error page) counts as this long, so it cannot pause the client for days.
+   */
+  maxRetryAfterMs?: number
   /** First backoff step; each further retry doubles it, up to `maxDelayMs`. */
   baseDelayMs?: number
   maxDelayMs?: number
@@ -73,6 +84,10 @@ const DEFAULTS = {
   maxAttempts: 5,
   // Long enough to wait out a whole minute window (Free: 60 requests a minute), not a day's.
   maxWaitMs: 90_000,
+  /** The default deadline is maxWaitMs plus this, for the requests themselves. */
+  requestAllowanceMs: 30_000,
+  // The longest the API itself asks for: `quota_exceeded` waits for UTC midnight, under a day.
+  maxRetryAfterMs: 86_400_000,
   baseDelayMs: 500,
   maxDelayMs: 20_000,
   whenSuspended: 'give-up',
@@ -135,13 +150,13 @@ const errorBodyOf = (response: Response, parsed: unknown): ErrorBody =>
         status: response.status,
       }
 
-/** `Retry-After` in seconds or as an HTTP date, in milliseconds from now. */
-const retryAfterMs = (headers: Headers, nowMs: number): number | undefined => {
+/** `Retry-After` in seconds or as an HTTP date, in milliseconds from now, at most `capMs`. */
+const retryAfterMs = (headers: Headers, nowMs: number, capMs: number): number | undefined => {
   const value = headers.get('Retry-After')?.trim()
   if (!value) return undefined
-  if (/^\d+$/.test(value)) return Number(value) * 1000
+  if (/^\d+$/.test(value)) return Math.min(capMs, Number(value) * 1000)
   const at = Date.parse(value)
-  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs)
+  return Number.isNaN(at) ? undefined : Math.min(capMs, Math.max(0, at - nowMs))
 }
 
 const integerHeader = (headers: Headers, name: string): number | undefined => {
@@ -176,6 +191,24 @@ const abortableSleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', onAbort, { once: true })
   })
 
+/** A promise that settles as `promise` does, or rejects as soon as `signal` aborts. */
+const untilAborted = <T>(promise: Promise<T>, signal: AbortSignal): Promise<T> =>
+  new Promise<T>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason)
+    const onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    )
+  })
+
 const isAbort = (error: unknown) =>
   error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')
 
@@ -194,6 +227,7 @@ interface Ticket {
 const createRateGate = (
   now: () => number,
   sleep: (ms: number, signal: AbortSignal) => Promise<void>,
+  maxRetryAfterMs: number,
 ) => {
   let pause: { untilMs: number; body: ErrorBody | undefined } = { untilMs: 0, body: undefined }
   let budget: { remaining: number; resetMs: number } | undefined
@@ -240,7 +274,9 @@ const createRateGate = (
         }
         if (!budget) {
           if (probe) {
-            await probe
+            // Another call's request is out: wait for its answer, but not past this call's
+            // signal or deadline (that request may hang for as long as its own allow).
+            await untilAborted(probe, signal)
             continue
           }
           let done = () => {}
@@ -266,7 +302,8 @@ const createRateGate = (
       if (remaining !== undefined && reset !== undefined) {
         // Requests sent after this one may have been counted before it: assume they were.
         const left = remaining - (sent - ticket.sequence)
-        const resetMs = reset * 1000
+        // A reset further away than any the API announces is a wrong header: capped like Retry-After.
+        const resetMs = Math.min(reset * 1000, now() + maxRetryAfterMs)
         if (!budget || resetMs > budget.resetMs) budget = { remaining: left, resetMs }
         else if (resetMs === budget.resetMs) budget.remaining = Math.min(budget.remaining, left)
       }
@@ -293,6 +330,10 @@ export const createPetstoreClient = (options: PetstoreClientOptions) => {
   const settings = {
     maxAttempts: options.maxAttempts ?? DEFAULTS.maxAttempts,
     maxWaitMs: options.maxWaitMs ?? DEFAULTS.maxWaitMs,
+    // Above the waits a call may make: `whenSuspended: 'wait'` with a long maxWaitMs still waits.
+    timeoutMs:
+      options.timeoutMs ?? (options.maxWaitMs ?? DEFAULTS.maxWaitMs) + DEFAULTS.requestAllowanceMs,
+    maxRetryAfterMs: options.maxRetryAfterMs ?? DEFAULTS.maxRetryAfterMs,
     baseDelayMs: options.baseDelayMs ?? DEFAULTS.baseDelayMs,
     maxDelayMs: options.maxDelayMs ?? DEFAULTS.maxDelayMs,
     whenSuspended: options.whenSuspended ?? DEFAULTS.whenSuspended,
@@ -302,7 +343,7 @@ export const createPetstoreClient = (options: PetstoreClientOptions) => {
   // Looked up at each call, so a clock faked after the client was made is still the one used.
   const now = options.now ?? (() => Date.now())
   const random = options.random ?? Math.random
-  const gate = createRateGate(now, sleep)
+  const gate = createRateGate(now, sleep, settings.maxRetryAfterMs)
 
   /** Exponential with "equal jitter": between half and all of base * 2^(retry - 1), capped. */
   const backoffMs = (retry: number) => {
@@ -312,7 +353,31 @@ export const createPetstoreClient = (options: PetstoreClientOptions) => {
   const mayWaitOut = (body: ErrorBody | undefined) =>
     body?.code !== 'key_suspended' || settings.whenSuspended === 'wait'
 
-  const politeFetch = async (request: Request): Promise<Response> => {
+  /**
+   * One call under its deadline: every wait (the turn behind other calls, pauses, retry delays)
+   * and every request ends when the caller's signal aborts or `timeoutMs` has passed.
+   */
+  const politeFetch = async (callerRequest: Request): Promise<Response> => {
+    const deadline = new AbortController()
+    const timer = setTimeout(
+      () =>
+        deadline.abort(
+          new DOMException(
+            `The call took longer than timeoutMs (${settings.timeoutMs} ms)`,
+            'TimeoutError',
+          ),
+        ),
+      settings.timeoutMs,
+    )
+    try {
+      const signal = AbortSignal.any([callerRequest.signal, deadline.signal])
+      return await attempts(new Request(callerRequest, { signal }))
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  const attempts = async (request: Request): Promise<Response> => {
     // A GET changes nothing; a POST may be repeated only under an Idempotency-Key.
     const replayable =
       request.method === 'GET' || request.method === 'HEAD' || request.headers.has(IDEMPOTENCY_KEY)
@@ -342,7 +407,7 @@ export const createPetstoreClient = (options: PetstoreClientOptions) => {
         continue
       }
 
-      const serverWaitMs = retryAfterMs(response.headers, now())
+      const serverWaitMs = retryAfterMs(response.headers, now(), settings.maxRetryAfterMs)
       const body = STATUSES_WITH_RETRY_AFTER.has(response.status)
         ? errorBodyOf(response, parseJson(await response.clone().text()))
         : undefined
@@ -378,7 +443,7 @@ export const createPetstoreClient = (options: PetstoreClientOptions) => {
     new PetstoreApiError(
       errorBodyOf(response, error),
       response,
-      retryAfterMs(response.headers, now()),
+      retryAfterMs(response.headers, now(), settings.maxRetryAfterMs),
     )
 
   const listPets = async (query: ListPetsQuery = {}): Promise<PetsPage> => {

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import {
+  CLIENT_PACKAGE_FILE,
   OPENAPI_DOCUMENT_FILE,
   OPENAPI_TYPES_FILE,
   writeOpenApiArtifacts,
@@ -8,3 +9,4 @@ import {
 await writeOpenApiArtifacts()
 console.log(`wrote ${fileURLToPath(OPENAPI_DOCUMENT_FILE)}`)
 console.log(`wrote ${fileURLToPath(OPENAPI_TYPES_FILE)}`)
+console.log(`wrote ${fileURLToPath(CLIENT_PACKAGE_FILE)}`)

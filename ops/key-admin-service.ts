@@ -35,6 +35,7 @@ import {
   planFromTags,
 } from '#shared/config/plans-config.ts'
 import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
+import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { permissionAdvice } from './management-permissions-config.ts'
@@ -979,6 +980,13 @@ export class KeyAdmin {
     if (existing) throw new KeyAdminError(`Customer ${customer} already has plan ${existing.id}`)
     this.#checkCeilings({ apiKeys: 0, usagePlans: regionPlans }, 'plan')
     const { rateLimit, burstLimit, dailyQuota } = usagePlanBackstop({ perMinute, perDay })
+    checkUsagePlanNumbers(
+      { rateLimit, burstLimit, quotaLimit: dailyQuota },
+      (problem) =>
+        new KeyAdminError(
+          `--per-minute ${perMinute} --per-day ${perDay} make a usage plan API Gateway refuses: ${problem}`,
+        ),
+    )
     const plan = await this.#send(
       new CreateUsagePlanCommand({
         name: `petstore-${this.#stage}-enterprise-${customer}`,

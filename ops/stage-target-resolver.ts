@@ -2,7 +2,7 @@ import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation'
 import { LambdaClient } from '@aws-sdk/client-lambda'
 import { TokenBucketPacer } from '#functions/key-sync/call-pacer.ts'
-import { MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
+import { localControlAccess, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { CLI_CALL_RATE, KeyAdmin, KeyAdminError } from './key-admin-service.ts'
@@ -48,6 +48,7 @@ const openLocal = async (
   origin: string,
   warn: (message: string) => void,
   signal: AbortSignal | undefined,
+  env: NodeJS.ProcessEnv,
 ): Promise<StageTarget> => {
   let record: Record<string, string>
   try {
@@ -60,16 +61,17 @@ const openLocal = async (
     )
   }
   const outputs = stageOutputsFrom(record, `The local server at ${origin}`)
+  const access = await localControlAccess(env)
   const client = new APIGatewayClient({
     endpoint: `${origin}${MANAGEMENT_API_PATH}`,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: access.credentials,
     maxAttempts: 2,
   })
   const admin = new KeyAdmin({
     client,
     outputs,
-    sync: new LocalStageSync(origin),
+    sync: new LocalStageSync(origin, access.fetch),
     stage: 'local',
     region: 'us-east-1',
     mirrorWaitMs: 10_000,
@@ -146,7 +148,7 @@ export const openStageTarget = async ({
   signal,
 }: TargetChoice): Promise<StageTarget> => {
   if (stage === undefined) {
-    return openLocal((url ?? localOrigin(env)).replace(/\/+$/, ''), warn, signal)
+    return openLocal((url ?? localOrigin(env)).replace(/\/+$/, ''), warn, signal, env)
   }
   if (!(DEPLOYED_STAGES as readonly string[]).includes(stage)) {
     throw new KeyAdminError(`--stage must be one of ${DEPLOYED_STAGES.join(', ')}`)

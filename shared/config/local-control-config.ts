@@ -1,3 +1,6 @@
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+
 /**
  * The local server's control paths, beside the API under `/v1` (local/control-plane-handler.ts
  * serves them; the keys CLI in ops/ calls them): here so an operator tool never imports the
@@ -6,3 +9,60 @@
 export const LOCAL_CONTROL_PREFIX = '/_local'
 /** The part of API Gateway's management API the local control plane serves. */
 export const MANAGEMENT_API_PATH = `${LOCAL_CONTROL_PREFIX}/apigateway`
+
+/** The embedded DynamoDB's in-memory data directory (local/embedded-dynamo.ts): no secret file. */
+const IN_MEMORY_DATA_DIR = ':memory:'
+
+/**
+ * The local control plane's secret: what the project's own tools (the keys CLI, the smoke test,
+ * the server's key sync, the tests) send with every request under `/_local/` that reads or changes
+ * keys, so a port forwarded from this machine (ssh -R, an IDE, a tunnel), which arrives from
+ * loopback too, gives nothing away. One per data directory, created on first start in
+ * `<PETSTORE_DATA_DIR>/control-plane-secret` (owner-only); `PETSTORE_LOCAL_SECRET` replaces it
+ * (for `:memory:`, whose secret is otherwise a fresh one per process and never written down).
+ * The keys CLI finds it the way `npm start` does: the variable, or the file of the data directory.
+ */
+export const CONTROL_SECRET_FILE = 'control-plane-secret'
+export const CONTROL_SECRET_VARIABLE = 'PETSTORE_LOCAL_SECRET'
+/** Plain HTTP callers send the secret in this header. */
+export const CONTROL_SECRET_HEADER = 'x-petstore-local-secret'
+/** URL-safe, so it also serves as an AWS access key id (which the SDKs send in clear). */
+export const CONTROL_SECRET_PATTERN = /^[A-Za-z0-9._~-]{32,128}$/
+
+/** Credentials for an APIGatewayClient of the local control plane. */
+export const controlSecretCredentials = (secret: string) => ({
+  accessKeyId: secret,
+  secretAccessKey: 'local',
+})
+
+/** A fetch that sends the secret with every request. */
+export const withControlSecret =
+  (secret: string, fetchImpl: typeof fetch = fetch): typeof fetch =>
+  (input, init) => {
+    const headers = new Headers(init?.headers)
+    headers.set(CONTROL_SECRET_HEADER, secret)
+    return fetchImpl(input, { ...init, headers })
+  }
+
+/** The secret as the keys CLI finds it: the variable, or the file of the data directory. */
+const findControlSecret = async (env: NodeJS.ProcessEnv): Promise<string | undefined> => {
+  const fromEnv = env[CONTROL_SECRET_VARIABLE]?.trim()
+  if (fromEnv) return fromEnv
+  const dataDir = env.PETSTORE_DATA_DIR?.trim() || '.petstore'
+  if (dataDir === IN_MEMORY_DATA_DIR) return undefined
+  try {
+    return (await readFile(join(dataDir, CONTROL_SECRET_FILE), 'utf8')).trim() || undefined
+  } catch {
+    // No secret here: the control plane's 401 says where it looked.
+    return undefined
+  }
+}
+
+/**
+ * What a client of the local control plane needs: SDK credentials and a fetch that carry the
+ * secret found in `env` (without one the control plane answers 401 saying where to find it).
+ */
+export const localControlAccess = async (env: NodeJS.ProcessEnv) => {
+  const secret = (await findControlSecret(env)) ?? 'none'
+  return { credentials: controlSecretCredentials(secret), fetch: withControlSecret(secret) }
+}

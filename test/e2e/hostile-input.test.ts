@@ -45,7 +45,7 @@ let base: URL
 beforeAll(async () => {
   server = await startInProcessServer(
     // Limits no run reaches: every request gets past the rate limiter to the function.
-    { PETSTORE_API_KEYS: `enterprise:${KEY}`, ENTERPRISE_LIMITS: '100000000/1000000000' },
+    { PETSTORE_API_KEYS: `enterprise:${KEY}`, ENTERPRISE_LIMITS: '100000000/700000000' },
     { failedAuthLimit: Number.MAX_SAFE_INTEGER },
   )
   base = new URL(server.baseUrl)

@@ -2,6 +2,7 @@ import { createServer, request, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runKeysCommand } from '#ops/keys-command.ts'
+import { CONTROL_SECRET_VARIABLE } from '#shared/config/local-control-config.ts'
 import {
   apiClient,
   type InProcessServer,
@@ -40,7 +41,7 @@ const keys = async (...args: string[]) => {
     stderr: (text) => {
       stderr += text
     },
-    env: {},
+    env: { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
   })
   return { code, stdout, stderr }
 }
@@ -73,7 +74,7 @@ describe('npm run keys, locally', () => {
     const result = await runScriptToExit(
       'ops/keys-cli.ts',
       ['--url', origin, 'create', '--plan', 'pro', '--name', 'alice'],
-      {},
+      { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
     )
     expect(result.code, result.output).toBe(0)
     const key = result.stdout.trim()
@@ -181,7 +182,8 @@ describe('npm run keys, locally', () => {
       }
       const upstream = request(
         `${origin}${req.url}`,
-        { method: req.method, headers: req.headers },
+        // As a reverse proxy does: the server refuses a Host that is not its own.
+        { method: req.method, headers: { ...req.headers, host: new URL(origin).host } },
         (answer) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers)
           answer.pipe(res)
@@ -191,14 +193,18 @@ describe('npm run keys, locally', () => {
     })
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
     try {
-      const cli = spawnScript('ops/keys-cli.ts', [
-        '--url',
-        `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
-        'rotate',
-        old.id,
-        '--overlap',
-        '24h',
-      ])
+      const cli = spawnScript(
+        'ops/keys-cli.ts',
+        [
+          '--url',
+          `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+          'rotate',
+          old.id,
+          '--overlap',
+          '24h',
+        ],
+        { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
+      )
       await waiting
       cli.process.kill('SIGINT')
       expect(await cli.exited).toBe(1)
@@ -225,6 +231,25 @@ describe('npm run keys, locally', () => {
       for (const res of held) res.destroy()
       await new Promise((resolve) => proxy.close(resolve))
     }
+  })
+
+  it('refuses a plan whose derived numbers API Gateway refuses, before asking, and makes none', async () => {
+    // The DAY quota is 3 x per-day: 12e15, far past API Gateway's int32.
+    const plan = await keys(
+      'plan',
+      'create',
+      '--customer',
+      'huge',
+      '--per-minute',
+      '100',
+      '--per-day',
+      '4000000000000000',
+    )
+    expect(plan.code).toBe(1)
+    expect(plan.stderr).toContain(
+      '--per-minute 100 --per-day 4000000000000000 make a usage plan API Gateway refuses: quota.limit must be an integer from 0 to 2147483647',
+    )
+    expect((await keys('plan', 'list')).stdout).not.toContain('huge')
   })
 
   it('answers usage errors with exit 2 and the usage, and a missing server with exit 1', async () => {

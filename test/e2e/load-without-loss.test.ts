@@ -37,7 +37,7 @@ let api: ReturnType<typeof apiClient>
 beforeAll(async () => {
   server = await startInProcessServer({
     PETSTORE_API_KEYS: `enterprise:${KEY}`,
-    ENTERPRISE_LIMITS: '100000000/1000000000',
+    ENTERPRISE_LIMITS: '100000000/700000000',
   })
   api = apiClient(server.baseUrl, KEY)
 })

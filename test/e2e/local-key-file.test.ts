@@ -10,8 +10,10 @@ import {
 import { afterAll, describe, expect, it } from 'vitest'
 import { parseControlPlaneFile } from '#local/control-plane-store.ts'
 import { LocalConfigError } from '#local/local-config.ts'
+import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import {
   apiClient,
+  type InProcessServer,
   runLocalServerToExit,
   startInProcessServer,
 } from '#test/support/local-server.ts'
@@ -54,11 +56,11 @@ afterAll(async () => {
   await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })))
 })
 
-const sdk = (endpoint: string) =>
+const sdk = (server: InProcessServer) =>
   new APIGatewayClient({
-    endpoint,
+    endpoint: server.managementEndpoint,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: controlSecretCredentials(server.controlSecret),
   })
 
 /** What `npm start` prints for a LocalConfigError before it exits 2 (local/start-local.ts). */
@@ -160,7 +162,7 @@ describe('the key file of earlier versions', () => {
       expect((await apiClient(first.baseUrl, REVOKED).get('/pets')).status).toBe(401)
       expect(first.keys.imported).toBe(1)
 
-      const client = sdk(first.managementEndpoint)
+      const client = sdk(first)
       const { items = [] } = await client.send(new GetApiKeysCommand({ includeValues: true }))
       const goodId = items.find((key) => key.value === GOOD)?.id
       expect(goodId).toBeDefined()
@@ -201,7 +203,7 @@ describe('the control-plane file under a running server', () => {
       await server.syncKeys()
       expect((await good.get('/pets')).status).toBe(200)
 
-      const client = sdk(server.managementEndpoint)
+      const client = sdk(server)
       await client.send(new CreateApiKeyCommand({ name: 'after', value: NEW, enabled: true }))
       client.destroy()
       const state = parseControlPlaneFile(await readFile(file, 'utf8'), file)

@@ -7,6 +7,10 @@ import {
   UpdateApiKeyCommand,
 } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  CONTROL_SECRET_HEADER,
+  controlSecretCredentials,
+} from '#shared/config/local-control-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import {
   apiClient,
@@ -34,7 +38,7 @@ beforeAll(async () => {
   client = new APIGatewayClient({
     endpoint: server.managementEndpoint,
     region: 'eu-west-1',
-    credentials: { accessKeyId: 'any', secretAccessKey: 'any' },
+    credentials: controlSecretCredentials(server.controlSecret),
   })
   const { items = [] } = await client.send(new GetUsagePlansCommand({}))
   proPlanId = items.find((plan) => plan.name === 'petstore-local-pro')?.id as string
@@ -66,6 +70,7 @@ const newProKey = async (name: string) => {
 const mirrorItem = async (value: string) => {
   const response = await fetch(
     `${new URL(server.baseUrl).origin}/_local/key-mirror/${hashApiKey(value)}`,
+    { headers: { [CONTROL_SECRET_HEADER]: server.controlSecret } },
   )
   return response.status === 200 ? ((await response.json()) as Record<string, unknown>) : undefined
 }

@@ -11,6 +11,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type EmbeddedDynamo, IN_MEMORY, startEmbeddedDynamo } from '#local/embedded-dynamo.ts'
 import { LOCAL_TABLES } from '#local/local-environment.ts'
+import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { type LaggingReadProxy, startLaggingReadProxy } from '#test/support/lagging-read-proxy.ts'
@@ -58,7 +59,7 @@ beforeAll(async () => {
   client = new APIGatewayClient({
     endpoint: server.managementEndpoint,
     region: 'eu-west-1',
-    credentials: { accessKeyId: 'any', secretAccessKey: 'any' },
+    credentials: controlSecretCredentials(server.controlSecret),
   })
   const { items = [] } = await client.send(new GetUsagePlansCommand({}))
   proPlanId = items.find((plan) => plan.name === 'petstore-local-pro')?.id as string

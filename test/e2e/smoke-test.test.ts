@@ -2,6 +2,7 @@ import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSmokeCommand } from '#ops/smoke-command.ts'
+import { CONTROL_SECRET_VARIABLE } from '#shared/config/local-control-config.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
 import {
   type InProcessServer,
@@ -37,7 +38,8 @@ const startBreakingProxy = async (target: URL): Promise<Server> => {
         port: target.port,
         method: req.method,
         path: req.url,
-        headers: req.headers,
+        // As a reverse proxy does: the control plane refuses a Host other than its own.
+        headers: { ...req.headers, host: target.host },
       },
       (upstream) => {
         const chunks: Buffer[] = []
@@ -77,13 +79,19 @@ const smoke = async (...args: string[]) => {
   const write = (text: string) => {
     output += text
   }
-  const code = await runSmokeCommand(args, { stdout: write, stderr: write, env: {} })
+  const code = await runSmokeCommand(args, {
+    stdout: write,
+    stderr: write,
+    env: { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
+  })
   return { code, output }
 }
 
 describe.concurrent('npm run smoke', () => {
   it('passes against the local server, with a temporary key it makes and revokes (the real CLI process)', async () => {
-    const result = await runScriptToExit('ops/smoke-cli.ts', ['--base-url', server.baseUrl], {})
+    const result = await runScriptToExit('ops/smoke-cli.ts', ['--base-url', server.baseUrl], {
+      [CONTROL_SECRET_VARIABLE]: server.controlSecret,
+    })
     expect(result.code, result.output).toBe(0)
     for (const check of [
       'temporary key',

@@ -37,6 +37,7 @@ import {
   type StageSync,
   SyncFailure,
 } from '#ops/stage-sync-client.ts'
+import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { DEFAULT_ENTERPRISE_LIMITS, PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { ROOT } from '#test/support/local-server.ts'
@@ -86,6 +87,8 @@ class MirrorSync implements StageSync {
   }
 }
 
+const SECRET = 'key-admin-service-test-secret-0123456789'
+
 beforeEach(async () => {
   now = START
   sleeps = []
@@ -105,13 +108,14 @@ beforeEach(async () => {
       mirrorItem: async () => undefined,
       outputs: () => ({}),
       clock: () => now,
+      secret: SECRET,
     }),
   )
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   client = new APIGatewayClient({
     endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}${MANAGEMENT_API_PATH}`,
     region: 'eu-west-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    credentials: controlSecretCredentials(SECRET),
   })
   sync = new MirrorSync(
     new ApiGatewayKeySource({ client, restApiId: 'local', stage: 'local', clock: () => now }),

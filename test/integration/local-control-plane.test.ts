@@ -24,6 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
 import { createControlPlaneHandler, MANAGEMENT_API_PATH } from '#local/control-plane-handler.ts'
 import { ControlPlaneStore, LOCAL_API_STAGE } from '#local/control-plane-store.ts'
+import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 
@@ -34,6 +35,7 @@ import { hashApiKey } from '#shared/data/key-mirror-item.ts'
  */
 const NOW = Date.UTC(2026, 10, 22, 12, 0, 0)
 const TODAY = '2026-11-22'
+const SECRET = 'local-control-plane-test-secret-0123456789'
 let server: Server
 let store: ControlPlaneStore
 let client: APIGatewayClient
@@ -50,6 +52,7 @@ beforeAll(async () => {
     mirrorItem: async () => undefined,
     outputs: () => ({}),
     clock: () => NOW,
+    secret: SECRET,
   })
   server = createServer(handler)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -57,7 +60,7 @@ beforeAll(async () => {
   client = new APIGatewayClient({
     endpoint: `http://127.0.0.1:${port}${MANAGEMENT_API_PATH}`,
     region: 'eu-central-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: controlSecretCredentials(SECRET),
   })
 })
 afterAll(async () => {

@@ -20,6 +20,10 @@ import { smokeKeys } from '#ops/smoke-command.ts'
 import { stageOutputsFrom } from '#ops/stack-outputs-reader.ts'
 import type { MirrorView, StageSync } from '#ops/stage-sync-client.ts'
 import { openDeployedStage, type StageTarget } from '#ops/stage-target-resolver.ts'
+import {
+  CONTROL_SECRET_VARIABLE,
+  controlSecretCredentials,
+} from '#shared/config/local-control-config.ts'
 import { PLAN_DISPLAY_NAMES, PLAN_NAMES, type PlanName } from '#shared/config/plans-config.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
@@ -134,7 +138,7 @@ beforeAll(async () => {
   localClient = new APIGatewayClient({
     endpoint: local.managementEndpoint,
     region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    credentials: controlSecretCredentials(local.controlSecret),
   })
   localOutputs = (await (
     await fetch(`${new URL(local.baseUrl).origin}/_local/outputs`)
@@ -330,7 +334,7 @@ const cli = async (argv: string[], url?: string) => {
     stderr: (text: string) => {
       stderr += text
     },
-    env: process.env,
+    env: { ...process.env, [CONTROL_SECRET_VARIABLE]: local.controlSecret },
   }
   const code = url
     ? await runKeysCommand(['--url', url, ...argv], io)

@@ -68,6 +68,8 @@ export interface InProcessServer {
   keys: LocalKeys
   /** The local control plane's management API (an APIGatewayClient endpoint). */
   managementEndpoint: string
+  /** The control plane's secret: SDK credentials (controlSecretCredentials) or the CLI's env. */
+  controlSecret: string
   /** Runs the local key sync now and waits for it (tests drive the syncs: no schedule runs). */
   syncKeys(): Promise<unknown>
   stop(): Promise<void>
@@ -93,6 +95,7 @@ export const startInProcessServer = async (
       baseUrl: local.baseUrl,
       keys: local.keys,
       managementEndpoint: local.managementEndpoint,
+      controlSecret: local.controlSecret,
       syncKeys: () => local.syncKeys(),
       stop: () => local.stop().finally(restoreEnv),
     }

@@ -60,3 +60,15 @@ describe('local config: a malformed variable', () => {
     expect(() => readLocalConfig({ [name]: value })).toThrow(message)
   })
 })
+
+describe('local config: ENTERPRISE_LIMITS', () => {
+  it('refuses limits whose usage plan API Gateway would refuse (the DAY quota is 3 x per day)', () => {
+    expect(() => readLocalConfig({ ENTERPRISE_LIMITS: '100000/1000000000' })).toThrow(
+      'ENTERPRISE_LIMITS: its usage plan would be refused: quota.limit must be an integer from 0 to 2147483647',
+    )
+    expect(readLocalConfig({ ENTERPRISE_LIMITS: '100000/715827882' }).enterpriseLimits).toEqual({
+      perMinute: 100_000,
+      perDay: 715_827_882,
+    })
+  })
+})

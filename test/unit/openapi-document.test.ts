@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import {
   readCommitted,
+  renderClientPackage,
   renderOpenApiDocument,
   renderOpenApiTypes,
 } from '#openapi/openapi-artifacts.ts'
@@ -24,6 +25,14 @@ describe('committed contract files', () => {
     expect(committed.document, 'stale: run `npm run openapi` and commit').toBe(
       renderOpenApiDocument(),
     )
+  })
+
+  it("client/package.json carries the document's version: the client follows the API", async () => {
+    const committed = await readCommitted()
+    expect(committed.clientPackage, 'stale: run `npm run openapi` and commit').toBe(
+      renderClientPackage(committed.document, committed.clientPackage),
+    )
+    expect(JSON.parse(committed.clientPackage).version).toBe(document.info.version)
   })
 
   it('openapi/openapi-types.ts is what openapi-typescript makes from that document', async () => {

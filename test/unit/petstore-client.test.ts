@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import {
   type AttemptEvent,
   createPetstoreClient,
@@ -453,5 +453,92 @@ describe('paging', () => {
       pets: [pet(2)],
       nextCursor: undefined,
     })
+  })
+})
+
+describe('never stalls', () => {
+  /** A request the server never answers: it ends only when its signal aborts. */
+  const hangingFetch = (started: string[]) => (request: Request) =>
+    new Promise<Response>((_, reject) => {
+      started.push(request.url)
+      request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true })
+    })
+
+  /** How a call ended so far: 'pending' until it settles (read after the fake clock moved). */
+  const outcome = (call: Promise<unknown>) => {
+    let state = 'pending'
+    call.then(
+      () => {
+        state = 'resolved'
+      },
+      (error: unknown) => {
+        state = (error as Error).name
+      },
+    )
+    return () => state
+  }
+
+  afterEach(() => {
+    vi.useRealTimers()
+  })
+
+  it("honours a call's AbortSignal while it waits for its turn behind another call", async () => {
+    vi.useFakeTimers()
+    const started: string[] = []
+    // No budget is known yet: the first call's request goes alone, the second waits its turn.
+    const run = harness([], { fetch: hangingFetch(started), timeoutMs: 600_000 })
+    const first = outcome(run.client.listPets())
+    const second = outcome(
+      run.client.raw.GET('/pets', { params: { query: {} }, signal: AbortSignal.timeout(200) }),
+    )
+    const controller = new AbortController()
+    setTimeout(() => controller.abort(), 200)
+    const third = outcome(
+      run.client.raw.GET('/pets', { params: { query: {} }, signal: controller.signal }),
+    )
+    await vi.advanceTimersByTimeAsync(200)
+    expect(started).toHaveLength(1)
+    expect(third()).toBe('AbortError')
+    expect(first()).toBe('pending')
+    // AbortSignal.timeout runs on the real clock; the abort reaches the waiting call all the same.
+    await vi.waitFor(() => expect(second()).toBe('TimeoutError'), { timeout: 2_000 })
+  })
+
+  it('ends every call at the client deadline (timeoutMs): the hanging request and the calls behind it', async () => {
+    vi.useFakeTimers()
+    const started: string[] = []
+    const run = harness([], { fetch: hangingFetch(started), timeoutMs: 10_000 })
+    const first = outcome(run.client.listPets())
+    await vi.advanceTimersByTimeAsync(5_000)
+    const second = outcome(run.client.getPet(1))
+    await vi.advanceTimersByTimeAsync(5_000)
+    expect(first()).toBe('TimeoutError')
+    expect(second()).toBe('pending')
+    // The second call's turn came when the first ended; its own request hangs too.
+    await vi.advanceTimersByTimeAsync(10_000)
+    expect(second()).toBe('TimeoutError')
+    expect(started).toHaveLength(2)
+  })
+
+  it('caps an absurd Retry-After (a proxy page) at a day by default, and at maxRetryAfterMs when set', async () => {
+    const proxyPage = (): Answer => ({ status: 429, headers: { 'Retry-After': '999999999' } })
+    const byDefault = harness([proxyPage()], { maxAttempts: 1 })
+    const error = await rejectionOf(byDefault.client.listPets())
+    expect(error.retryAfterMs).toBe(86_400_000)
+    expect(byDefault.events[0]?.waitMs).toBe(86_400_000)
+
+    const capped = harness([proxyPage(), ok([pet(1)])], { maxRetryAfterMs: 30_000 })
+    expect((await capped.client.listPets()).pets).toEqual([pet(1)])
+    expect(capped.waits).toEqual([30_000 + 250])
+  })
+
+  it('caps an absurd X-RateLimit-Reset the same way: the client is paused for maxRetryAfterMs, not years', async () => {
+    const run = harness([ok([pet(1)], budget(0, START_SECONDS + 10 ** 9)), ok([pet(2)])], {
+      maxRetryAfterMs: 45_000,
+    })
+    await run.client.listPets()
+    expect(run.events[0]?.waitMs).toBe(45_000)
+    expect((await run.client.listPets()).pets).toEqual([pet(2)])
+    expect(run.sent[1]?.at).toBe(START + 45_000)
   })
 })

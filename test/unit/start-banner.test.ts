@@ -30,4 +30,35 @@ describe('the start banner', () => {
     expect(lines.join('\n')).not.toContain('api-keys.json')
     expect(lines).toContain('  1 other key(s): npm run keys -- --url http://127.0.0.1:4567 list')
   })
+
+  it('says where the control plane secret is, never what it is', () => {
+    const secret = 'banner-test-secret-0123456789abcdef0123'
+    const fromDir = startBanner(config, local({}))
+    expect(fromDir).toContain(
+      `Control plane secret (npm run keys reads it): ${resolve('data/control-plane-secret')}`,
+    )
+    const inMemory = startBanner(readLocalConfig({ PETSTORE_DATA_DIR: ':memory:' }), local({}))
+    expect(inMemory.join('\n')).toContain(
+      'this process only (data in memory; set PETSTORE_LOCAL_SECRET',
+    )
+    const fromEnv = startBanner(
+      readLocalConfig({ PETSTORE_DATA_DIR: 'data', PETSTORE_LOCAL_SECRET: secret }),
+      local({}),
+    )
+    expect(fromEnv.join('\n')).toContain('PETSTORE_LOCAL_SECRET (from the environment)')
+    expect(fromEnv.join('\n')).not.toContain(secret)
+  })
+
+  it('refuses a malformed PETSTORE_LOCAL_SECRET without echoing it', () => {
+    for (const secret of ['short', 'has/a/slash-0123456789abcdef0123456789']) {
+      expect(() => readLocalConfig({ PETSTORE_LOCAL_SECRET: secret })).toThrow(
+        /^PETSTORE_LOCAL_SECRET must be 32 to 128 characters/,
+      )
+      try {
+        readLocalConfig({ PETSTORE_LOCAL_SECRET: secret })
+      } catch (error) {
+        expect((error as Error).message).not.toContain(secret)
+      }
+    }
+  })
 })
