@@ -350,6 +350,7 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
     previous: KeySyncState,
     endBy: number,
     confirmed: ReadonlySet<string> | undefined,
+    namedOnly: boolean,
   ): Promise<KeySyncResult> => {
     const startedAt = clock()
     let held = previous.heldRemovals
@@ -361,6 +362,9 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
         deadlineMs: Math.min(endBy, startedAt + RUN_BUDGET.rotationMs),
         priorityIds: [...taken],
         ...(previous.cursor !== undefined ? { cursor: previous.cursor } : {}),
+        // An event's run reads what events named and leaves the rotation to the schedule: a
+        // change is in force seconds after its event, at any plan count.
+        ...(namedOnly && taken.size > 0 ? { onlyNamed: true } : {}),
       },
       held,
       confirmed,
@@ -450,6 +454,7 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
     trigger: string,
     context: Context | undefined,
     confirmed?: ReadonlySet<string>,
+    namedOnly = false,
   ): Promise<KeySyncResult> => {
     const endBy = clock() + remainingMs(context) - RUN_BUDGET.reserveMs
     let total: KeySyncResult | undefined
@@ -466,7 +471,7 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
         return skipped('lease-held')
       }
       try {
-        const result = await runUnderLease(trigger, owner, previous, endBy, confirmed)
+        const result = await runUnderLease(trigger, owner, previous, endBy, confirmed, namedOnly)
         total = total ? addUp(total, result) : result
       } catch (error) {
         await state.release(owner).catch(() => undefined)
@@ -541,7 +546,9 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
           return skipped('other-stage')
         }
         // Recorded before the lease is tried: a run holding it reads them before it returns.
-        await state.addPending(idsIn(detail.requestParameters))
+        const ids = idsIn(detail.requestParameters)
+        await state.addPending(ids)
+        return sync(trigger, context, undefined, ids.length > 0)
       }
       return sync(trigger, context)
     })
