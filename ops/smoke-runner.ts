@@ -154,7 +154,10 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
       return true
     } catch (error) {
       result.failed += 1
-      options.report(`  FAIL  ${name}: ${(error as Error).message}`)
+      const cutOff = signal?.aborted && (error as Error).name === 'AbortError'
+      options.report(
+        `  FAIL  ${name}: ${cutOff ? 'interrupted (SIGINT or SIGTERM)' : (error as Error).message}`,
+      )
       return false
     }
   }
