@@ -109,18 +109,12 @@ describe.concurrent('no key value in any message', () => {
       ]) {
         const result = await run(runKeysCommand, [...target, ...args])
         expect(result.output, `keys ${args.join(' ')}`).not.toContain(value)
-        expect(result.code, result.output).toBe(target[1] === origin ? expected : result.code)
-        expect(result.code, result.output).not.toBe(0)
+        expect(result.code, `keys ${args.join(' ')}: ${result.output}`).toBe(expected)
       }
     }
-    for (const args of [
-      ['--stage', value, 'list'],
-      ['--stage', 'staging', '--region', value, 'list'],
-    ]) {
-      const result = await run(runKeysCommand, args)
-      expect(result.output).not.toContain(value)
-      expect(result.code).not.toBe(0)
-    }
+    const stage = await run(runKeysCommand, ['--stage', value, 'list'])
+    expect(stage.output).not.toContain(value)
+    expect(stage.code).toBe(1)
     // The not-found answer says what it could not find without repeating it.
     expect((await run(runKeysCommand, ['--url', origin, 'revoke', value])).output).toContain(
       `No API key ${MASKED_KEY_VALUE}`,
