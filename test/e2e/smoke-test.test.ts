@@ -353,4 +353,45 @@ describe.concurrent('npm run smoke leaves nothing behind', () => {
       await holding.close()
     }
   })
+
+  it('a second SIGINT while it revokes exits 130 at once, naming the key and the command (the real CLI process)', async () => {
+    let heldRequest: () => void = () => undefined
+    let heldDelete: () => void = () => undefined
+    const requestHeld = new Promise<void>((resolve) => {
+      heldRequest = resolve
+    })
+    const deleteHeld = new Promise<void>((resolve) => {
+      heldDelete = resolve
+    })
+    let holdRequest = true
+    // The first request with the new key, then the key's deletion, are held.
+    const holding = await startFaultyProxy((req) => {
+      if (holdRequest && req.url === '/v1/pets?limit=1') {
+        holdRequest = false
+        heldRequest()
+        return 'hold'
+      }
+      if (req.method === 'DELETE' && req.url?.startsWith('/_local/apigateway/apikeys/')) {
+        heldDelete()
+        return 'hold'
+      }
+      return 'forward'
+    })
+    try {
+      const cli = spawnScript('ops/smoke-cli.ts', ['--base-url', holding.baseUrl], {
+        [CONTROL_SECRET_VARIABLE]: server.controlSecret,
+      })
+      await requestHeld
+      cli.process.kill('SIGINT')
+      await deleteHeld
+      cli.process.kill('SIGINT')
+      expect(await cli.exited, cli.output()).toBe(130)
+      const id = temporaryKeyOf(cli.output()) as string
+      expect(cli.output()).toContain(
+        `smoke: SIGINT again: stopped at once; temporary key ${id} is left: revoke it with npm run keys -- --url ${holding.origin} revoke ${id}`,
+      )
+    } finally {
+      await holding.close()
+    }
+  })
 })
