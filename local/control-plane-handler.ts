@@ -1,5 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
+import { shownArgument } from '#shared/auth/key-value-mask.ts'
 import { LOCAL_CONTROL_PREFIX, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
 import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
@@ -395,7 +396,7 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
     throw new ControlPlaneError(
       404,
       'NotFoundException',
-      `${method} /${segments.join('/')} is not part of the local control plane`,
+      `${method} /${segments.map(shownArgument).join('/')} is not part of the local control plane`,
     )
   }
 

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import * as z from 'zod/mini'
+import { shownArgument } from '#shared/auth/key-value-mask.ts'
 import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import type { Clock } from '#shared/time/clock.ts'
 import { IN_MEMORY } from './embedded-dynamo.ts'
@@ -278,14 +279,15 @@ export class ControlPlaneStore {
     const key = this.apiKey(id)
     const next = { ...key }
     for (const { op, path, value } of operations) {
-      if (op !== 'replace') throw badRequest(`Invalid patch operation ${op ?? ''} for API Key`)
+      if (op !== 'replace')
+        throw badRequest(`Invalid patch operation ${shownArgument(op ?? '')} for API Key`)
       if (path === '/enabled') {
         if (value !== 'true' && value !== 'false') throw badRequest('Invalid value for /enabled')
         next.enabled = value === 'true'
       } else if (path === '/name' && value !== undefined) next.name = value
       else if (path === '/description' && value !== undefined) next.description = value
       else if (path === '/customerId' && value !== undefined) next.customerId = value
-      else throw badRequest(`Invalid patch path ${path ?? ''} for API Key`)
+      else throw badRequest(`Invalid patch path ${shownArgument(path ?? '')} for API Key`)
     }
     next.lastUpdatedDate = this.#now()
     Object.assign(key, readable(ApiKeySchema, next))
@@ -342,7 +344,8 @@ export class ControlPlaneStore {
         if (op === 'add') next.apiStages.push({ apiId, stage })
         continue
       }
-      if (op !== 'replace') throw badRequest(`Invalid patch operation ${op ?? ''} for Usage Plan`)
+      if (op !== 'replace')
+        throw badRequest(`Invalid patch operation ${shownArgument(op ?? '')} for Usage Plan`)
       // A plan without a throttle or quota gets one when a patch sets part of it.
       const throttle = () => {
         next.throttle ??= { rateLimit: 0, burstLimit: 0 }
@@ -362,7 +365,7 @@ export class ControlPlaneStore {
         (value === 'DAY' || value === 'WEEK' || value === 'MONTH')
       )
         quota().period = value
-      else throw badRequest(`Invalid patch path ${path ?? ''} for Usage Plan`)
+      else throw badRequest(`Invalid patch path ${shownArgument(path ?? '')} for Usage Plan`)
     }
     checkPlanNumbers(next)
     Object.assign(plan, readable(UsagePlanSchema, next))

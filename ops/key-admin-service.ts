@@ -26,6 +26,7 @@ import {
 import { type CallPacer, unpaced } from '#functions/key-sync/call-pacer.ts'
 import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
 import { stageTags } from '#infra/config/usage-plans-config.ts'
+import { shownArgument } from '#shared/auth/key-value-mask.ts'
 import {
   PLAN_NAMES,
   PLAN_TAGS,
@@ -85,6 +86,19 @@ export const OVERLAP_RANGE_MS = { min: 5 * 60_000, max: 365 * 86_400_000 } as co
 /** A failure the operator can act on: printed as it is, without a stack. */
 export class KeyAdminError extends Error {
   override name = 'KeyAdminError'
+  /** The change is made in API Gateway; only seeing it in force failed (the mirror wait). */
+  readonly made: boolean
+  /** A key the command made that still exists (a create cut off after the key was made). */
+  readonly keptKeyId: string | undefined
+
+  constructor(
+    message: string,
+    options: ErrorOptions & { made?: boolean; keptKeyId?: string | undefined } = {},
+  ) {
+    super(message, options)
+    this.made = options.made ?? false
+    this.keptKeyId = options.keptKeyId
+  }
 }
 
 type SdkError = Parameters<typeof isThrottlingError>[0]
@@ -179,13 +193,18 @@ export interface KeyAdminOptions {
   sleep?: (ms: number) => Promise<void>
   /** How long a command waits for the key mirror to show its change. */
   mirrorWaitMs?: number
+  /**
+   * The keys CLI's command line for this stage, which messages name for a fix by hand
+   * (`npm run keys -- --stage production`); default `npm run keys --`.
+   */
+  keysCommand?: string
   warn?: (message: string) => void
   /**
    * Aborted on Ctrl-C or SIGTERM: a management call under way finishes (its outcome is then
    * known), the command stops at its next step and undoes a change left halfway; the wait for the
    * mirror ends at once.
    */
-  signal?: AbortSignal
+  signal?: AbortSignal | undefined
 }
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -232,10 +251,15 @@ export class KeyAdmin {
   readonly #mirrorWaitMs: number
   readonly #warn: (message: string) => void
   readonly #signal: AbortSignal | undefined
+  readonly #options: KeyAdminOptions
+  /** The keys CLI's command line for this stage (KeyAdminOptions.keysCommand). */
+  readonly keysCommand: string
   /** Management API calls made (each one paced). */
   calls = 0
 
   constructor(options: KeyAdminOptions) {
+    this.#options = options
+    this.keysCommand = options.keysCommand ?? 'npm run keys --'
     this.#client = options.client
     this.#outputs = options.outputs
     this.#sync = options.sync
@@ -247,6 +271,16 @@ export class KeyAdmin {
     this.#mirrorWaitMs = options.mirrorWaitMs ?? 90_000
     this.#warn = options.warn ?? (() => undefined)
     this.#signal = options.signal
+  }
+
+  /** The same stage without the interruption: what cleans up after an interrupted run. */
+  uninterrupted(): KeyAdmin {
+    return new KeyAdmin({ ...this.#options, signal: undefined })
+  }
+
+  /** The exact command that revokes a key by hand. */
+  revokeCommand(keyId: string): string {
+    return `${this.keysCommand} revoke ${keyId}`
   }
 
   /**
@@ -417,12 +451,12 @@ export class KeyAdmin {
       ).filter((candidate) => candidate.name === idOrName)
       if (named.length > 1) {
         throw new KeyAdminError(
-          `${named.length} keys are named ${idOrName}: use an id (${named.map((k) => k.id).join(', ')})`,
+          `${named.length} keys are named ${shownArgument(idOrName)}: use an id (${named.map((k) => k.id).join(', ')})`,
         )
       }
       key = named[0]
     }
-    if (!key?.id || !key.value) throw new KeyAdminError(`No API key ${idOrName}`)
+    if (!key?.id || !key.value) throw new KeyAdminError(`No API key ${shownArgument(idOrName)}`)
     return key as ApiKey & { id: string; value: string }
   }
 
@@ -488,7 +522,8 @@ export class KeyAdmin {
     expected: (item: MirrorView | undefined) => boolean,
     made: string,
   ): Promise<void> {
-    const fail = (why: string) => new KeyAdminError(`${made} in API Gateway, but ${why}`)
+    const fail = (why: string) =>
+      new KeyAdminError(`${made} in API Gateway, but ${why}`, { made: true })
     const retried = (error: unknown, deadline: number) => {
       this.#checkpoint()
       if (!isRetryableSyncFailure(error)) {
@@ -574,11 +609,19 @@ export class KeyAdmin {
     this.#beforeChange()
     const created = await this.#newKeyOn(plan, { name, tags: {}, onCreated })
     const grants = this.#grantsOn(plan)
-    await this.#awaitMirror(
-      hashApiKey(created.value),
-      (item) => grants(item, created.id),
-      `Key ${created.id} is created on ${plan.label}`,
-    )
+    try {
+      await this.#awaitMirror(
+        hashApiKey(created.value),
+        (item) => grants(item, created.id),
+        `Key ${created.id} is created on ${plan.label}`,
+      )
+    } catch (error) {
+      // The key is made and will work: the message says how to remove it if it is not wanted.
+      throw new KeyAdminError(
+        `${(error as Error).message}. If the key is not wanted: ${this.revokeCommand(created.id)}`,
+        { cause: error, made: true, keptKeyId: created.id },
+      )
+    }
     return created
   }
 
@@ -614,7 +657,7 @@ export class KeyAdmin {
       newId = id
       undo.push({
         what: `deleted the new key ${id}`,
-        left: `key ${id} still exists, on no plan or on ${plan.label} (npm run keys -- revoke ${id})`,
+        left: `key ${id} still exists, on no plan or on ${plan.label} (${this.revokeCommand(id)})`,
         run: () => this.#send(new DeleteApiKeyCommand({ apiKey: id })),
       })
       onCreated?.({ id, value: key.value })
@@ -675,9 +718,10 @@ export class KeyAdmin {
       const { undone, left } = await this.#undo(undo)
       const discard = newId === undefined ? '' : ` (discard the value printed for key ${newId})`
       if (left.length > 0) {
+        const kept = newId !== undefined && !undone.includes(`deleted the new key ${newId}`)
         throw new KeyAdminError(
           `${what} stopped (${why}) and could not be undone fully: ${left.join('; ')}${undone.length > 0 ? `; the CLI ${undone.join(' and ')}` : ''}`,
-          { cause: error },
+          { cause: error, keptKeyId: kept ? newId : undefined },
         )
       }
       const unchanged = replacing
@@ -854,7 +898,7 @@ export class KeyAdmin {
       now = await this.#retryingThrottled(() => this.#stagePlanOf(keyId, plans))
     } catch (readError) {
       return new KeyAdminError(
-        `${stopped}, and where the key is now could not be read (${causeOf(readError)}): run npm run keys -- list; if key ${keyId} is on no plan, npm run keys -- move ${keyId} ${current ? `--plan/--customer of ${current.label}` : ''}`.trimEnd(),
+        `${stopped}, and where the key is now could not be read (${causeOf(readError)}): run ${this.keysCommand} list; if key ${keyId} is on no plan, ${this.keysCommand} move ${keyId} ${current ? `--plan/--customer of ${current.label}` : ''}`.trimEnd(),
         { cause: error },
       )
     }
@@ -874,7 +918,7 @@ export class KeyAdmin {
     const { left } = await this.#undo([
       {
         what: `put key ${keyId} back on ${plan.label}`,
-        left: `key ${keyId} is on no plan of stage ${this.#stage} and gets 401 (npm run keys -- move ${keyId} to put it on a plan)`,
+        left: `key ${keyId} is on no plan of stage ${this.#stage} and gets 401 (${this.keysCommand} move ${keyId} to put it on a plan)`,
         run: () =>
           this.#send(
             new CreateUsagePlanKeyCommand({

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util'
+import { maskingArguments, shownArgument } from '#shared/auth/key-value-mask.ts'
 import { isPlanName, PLAN_NAMES } from '#shared/config/plans-config.ts'
 import { KeyAdminError, type PlanSelector } from './key-admin-service.ts'
 import { openStageTarget, type StageTarget, type TargetChoice } from './stage-target-resolver.ts'
@@ -172,7 +173,7 @@ const run = async (
         `created key ${result.created.id} on ${result.created.plan}: it works now. Key ${result.oldId} works ${
           result.disableAfter
             ? `until ${result.disableAfter}, then the key sync refuses it`
-            : `until you revoke it: npm run keys -- revoke ${result.oldId}`
+            : `until you revoke it: ${admin.revokeCommand(result.oldId)}`
         }`,
       )
       return
@@ -208,22 +209,28 @@ const run = async (
         })
         io.stdout(`${plan.id}\n`)
         say(
-          `created usage plan ${plan.id} (${plan.name}) on stage ${stage}; its keys: npm run keys -- create --customer ${customer} --name <name>`,
+          `created usage plan ${plan.id} (${plan.name}) on stage ${stage}; its keys: ${admin.keysCommand} create --customer ${customer} --name <name>`,
         )
         return
       }
       throw new UsageError('plan needs list or create')
     }
     default:
-      throw new UsageError(`unknown command "${command}"`)
+      throw new UsageError(`unknown command "${shownArgument(command)}"`)
   }
 }
 
 export const runKeysCommand = async (
   argv: string[],
-  io: CommandIo,
+  commandIo: CommandIo,
   open: TargetOpener = openStageTarget,
 ): Promise<number> => {
+  // A key value typed where an id or name belongs is repeated by no message, whoever writes it.
+  const io: CommandIo = {
+    ...commandIo,
+    stdout: maskingArguments(argv, commandIo.stdout),
+    stderr: maskingArguments(argv, commandIo.stderr),
+  }
   let target: StageTarget | undefined
   try {
     const { values, positionals } = parseArgs({

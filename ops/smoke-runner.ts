@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import {
   contractViolations,
   DOCUMENTED_OPERATIONS,
@@ -14,13 +14,37 @@ import type { OperationId } from '#shared/config/routes-config.ts'
  * with the keys CLI's own operations) or a given one, it calls every operation with the typed
  * client (and fails when one of openapi/openapi.json was not called), checks every answer against
  * that document (ajv, independent of the zod schemas the document comes from), a 401, the
- * rate-limit headers and, for its own key, that a revoked key is refused. It creates one pet per
- * run, without a status, so the pet shows in no status-filtered list.
+ * rate-limit headers and, for its own key, that a revoked key is refused. With writes it creates
+ * one pet per run, without a status, so the pet shows in no status-filtered list; without, it
+ * writes nothing: createPet is checked with a body the API refuses (400), getPet with a listed
+ * pet and an id nobody has (404). Its temporary key is revoked however the run ends (a failure,
+ * an interruption); a key it cannot revoke is named with the command that does.
  */
 
 export interface SmokeKeys {
-  create(): Promise<{ id: string; value: string; limits: PlanLimits }>
+  /** `onCreated` hears the key's id as soon as the key exists, before it works. */
+  create(
+    onCreated: (id: string) => void,
+  ): Promise<{ id: string; value: string; limits: PlanLimits }>
   revoke(id: string): Promise<void>
+  /** The command an operator runs to revoke a key the run could not. */
+  revokeCommand(id: string): string
+}
+
+/**
+ * Why a temporary key could not be made or revoked; `keptKeyId` names a key made that still
+ * exists (a create cut off after the key was made), `gone` a key deleted even though the wait
+ * for its removal to be in force failed.
+ */
+export class TemporaryKeyError extends Error {
+  override name = 'TemporaryKeyError'
+  constructor(
+    message: string,
+    readonly keptKeyId: string | undefined,
+    readonly gone = false,
+  ) {
+    super(message)
+  }
 }
 
 export interface SmokeOptions {
@@ -37,6 +61,12 @@ export interface SmokeOptions {
   now?: () => number
   /** How long a new key may take to work (the keys CLI already waited for the mirror). */
   keyWaitMs?: number
+  /** Whether the run may create a pet (never against production: smoke-command.ts decides). */
+  writes: boolean
+  /** Ctrl-C or SIGTERM: the checks stop, the temporary key is revoked. */
+  signal?: AbortSignal | undefined
+  /** Hears the temporary key that exists and is not revoked yet (undefined once it is gone). */
+  onTemporaryKey?: (id: string | undefined) => void
 }
 
 export interface SmokeResult {
@@ -45,6 +75,14 @@ export interface SmokeResult {
 }
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** A pet id no stage hands out for a long time yet (ids count up from 1). */
+const UNUSED_PET_ID = Number.MAX_SAFE_INTEGER
+
+class Interrupted extends Error {
+  override name = 'Interrupted'
+  override message = 'interrupted (SIGINT or SIGTERM): the remaining checks did not run'
+}
 
 /** A key no stage has: well-formed, so the gateway's authorizer (not its pattern) refuses it. */
 const unknownKey = () => `smoke-unknown-${randomBytes(16).toString('hex')}`
@@ -71,12 +109,25 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
   const fetchImpl = options.fetch ?? fetch
   const sleep = options.sleep ?? defaultSleep
   const now = options.now ?? Date.now
+  const { signal } = options
   const result: SmokeResult = { passed: 0, failed: 0 }
   /** Every answer of the run, in order, with the contract problems it has. */
   const answers: { response: ObservedResponse; problems: string[] }[] = []
+  const aborted = new Promise<void>((resolve) => {
+    if (signal?.aborted) resolve()
+    signal?.addEventListener('abort', () => resolve(), { once: true })
+  })
 
-  const recordingFetch = async (input: Request | string, init?: RequestInit): Promise<Response> => {
-    const request = new Request(input, init)
+  /** Checks' requests stop at an interruption; the revocation check's (`cleanup`) do not. */
+  const recordingFetch = async (
+    input: Request | string,
+    init?: RequestInit,
+    cleanup = false,
+  ): Promise<Response> => {
+    const request = new Request(input, {
+      ...init,
+      ...(signal && !cleanup ? { signal } : {}),
+    })
     const response = await fetchImpl(request)
     const text = await response.clone().text()
     const observed = {
@@ -103,34 +154,59 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
       return true
     } catch (error) {
       result.failed += 1
-      options.report(`  FAIL  ${name}: ${(error as Error).message}`)
+      const cutOff = signal?.aborted && (error as Error).name === 'AbortError'
+      options.report(
+        `  FAIL  ${name}: ${cutOff ? 'interrupted (SIGINT or SIGTERM)' : (error as Error).message}`,
+      )
       return false
     }
   }
+  /** Between checks: an interruption ends the run here (the key is revoked on the way out). */
+  const unlessInterrupted = async (name: string, run: () => Promise<string>) => {
+    if (signal?.aborted) throw new Interrupted()
+    await check(name, run)
+  }
 
-  options.report(`smoke test of ${options.baseUrl}`)
+  options.report(
+    `smoke test of ${options.baseUrl} (${options.writes ? 'creates a pet' : 'read-only: writes nothing'})`,
+  )
   let key = options.key
   let limits: PlanLimits | undefined
+  /** The temporary key while it exists. */
   let temporaryId: string | undefined
-  if (key === undefined) {
-    const made = await check('temporary key', async () => {
-      if (!options.keys) throw new Error('no key given and no way to make one')
-      const created = await options.keys.create()
-      key = created.value
-      limits = created.limits
-      temporaryId = created.id
-      return `${created.id} (${created.limits.perMinute}/minute, ${created.limits.perDay}/day)`
-    })
-    if (!made) return result
-  }
-  const apiKey = key as string
-  const raw = (path: string, authorization?: string) =>
-    recordingFetch(`${options.baseUrl}${path}`, {
-      headers: authorization === undefined ? {} : { Authorization: authorization },
-    })
+  const raw = (path: string, authorization?: string, cleanup = false) =>
+    recordingFetch(
+      `${options.baseUrl}${path}`,
+      { headers: authorization === undefined ? {} : { Authorization: authorization } },
+      cleanup,
+    )
 
-  try {
-    await check('the key works', async () => {
+  const checks = async () => {
+    if (key === undefined) {
+      const made = await check('temporary key', async () => {
+        if (!options.keys) throw new Error('no key given and no way to make one')
+        try {
+          const created = await options.keys.create((id) => {
+            temporaryId = id
+            options.onTemporaryKey?.(id)
+          })
+          key = created.value
+          limits = created.limits
+          return `${created.id} (${created.limits.perMinute}/minute, ${created.limits.perDay}/day)`
+        } catch (error) {
+          // A create undone (the key deleted again) leaves nothing to revoke.
+          if (error instanceof TemporaryKeyError && error.keptKeyId === undefined) {
+            temporaryId = undefined
+            options.onTemporaryKey?.(undefined)
+          }
+          throw error
+        }
+      })
+      if (!made) return
+    }
+    const apiKey = key as string
+
+    await unlessInterrupted('the key works', async () => {
       const started = now()
       for (;;) {
         const response = await raw('/pets?limit=1', `Bearer ${apiKey}`)
@@ -139,7 +215,8 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
         if (response.status !== 401 || now() - started >= (options.keyWaitMs ?? 30_000)) {
           throw new Error(`GET /pets answered ${response.status}`)
         }
-        await sleep(1_000)
+        await Promise.race([sleep(1_000), aborted])
+        if (signal?.aborted) throw new Interrupted()
       }
     })
 
@@ -152,33 +229,78 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
     })
     const name = `smoke test ${new Date(now()).toISOString()}`
     let pet: Pet | undefined
-    // One call per operation of the route table, in this order (getPet reads the created pet).
-    const operations = {
-      createPet: async () => {
-        pet = await client.createPet({ name, categoryId: 9_007_199_254_740_991 })
-        const response = expectStatus(answers.at(-1)?.response, 201, 'POST /pets')
-        if (pet.name !== name) throw new Error('the pet came back with another name')
-        if (!response.headers.get('location')?.endsWith(`/pets/${pet.id}`)) {
-          throw new Error('no Location naming the new pet')
-        }
-        return `201, pet ${pet.id} with its Location`
-      },
-      getPet: async () => {
-        if (!pet) throw new Error('no pet was created')
-        const fetched = await client.getPet(pet.id)
-        expectStatus(answers.at(-1)?.response, 200, `GET /pets/${pet.id}`)
-        if (JSON.stringify(fetched) !== JSON.stringify(pet))
-          throw new Error('another pet came back')
-        return `200, the same pet`
-      },
-      listPets: async () => {
-        const page = await client.listPets({ limit: 2 })
-        expectStatus(answers.at(-1)?.response, 200, 'GET /pets')
-        return `200, ${page.pets.length} pet(s)${page.nextCursor ? ' and a next page' : ''}`
-      },
-    } satisfies Record<OperationId, () => Promise<string>>
-    for (const [operation, run] of Object.entries(operations)) await check(operation, run)
-    await check('every operation', async () => {
+    /** The answer to the last call, which must have the status given. */
+    const answered = (status: number, what: string) =>
+      expectStatus(answers.at(-1)?.response, status, what)
+    const errorCodeOf = (what: string) => {
+      const { code } = JSON.parse(answers.at(-1)?.response.text ?? '{}') as { code?: string }
+      if (typeof code !== 'string') throw new Error(`${what}: no Error body`)
+      return code
+    }
+    // One call per operation of the route table, in this order (getPet reads the pet created or
+    // listed before it).
+    const operations = options.writes
+      ? ({
+          createPet: async () => {
+            pet = await client.createPet({ name, categoryId: 9_007_199_254_740_991 })
+            const response = answered(201, 'POST /pets')
+            if (pet.name !== name) throw new Error('the pet came back with another name')
+            if (!response.headers.get('location')?.endsWith(`/pets/${pet.id}`)) {
+              throw new Error('no Location naming the new pet')
+            }
+            return `201, pet ${pet.id} with its Location`
+          },
+          getPet: async () => {
+            if (!pet) throw new Error('no pet was created')
+            const fetched = await client.getPet(pet.id)
+            answered(200, `GET /pets/${pet.id}`)
+            if (JSON.stringify(fetched) !== JSON.stringify(pet))
+              throw new Error('another pet came back')
+            return `200, the same pet`
+          },
+          listPets: async () => {
+            const page = await client.listPets({ limit: 2 })
+            answered(200, 'GET /pets')
+            return `200, ${page.pets.length} pet(s)${page.nextCursor ? ' and a next page' : ''}`
+          },
+        } satisfies Record<OperationId, () => Promise<string>>)
+      : ({
+          listPets: async () => {
+            const page = await client.listPets({ limit: 2 })
+            answered(200, 'GET /pets')
+            pet = page.pets[0]
+            return `200, ${page.pets.length} pet(s)${page.nextCursor ? ' and a next page' : ''}`
+          },
+          getPet: async () => {
+            const listed = pet
+            if (listed) {
+              const fetched = await client.getPet(listed.id)
+              answered(200, `GET /pets/${listed.id}`)
+              if (JSON.stringify(fetched) !== JSON.stringify(listed))
+                throw new Error('another pet came back than the one listed')
+            }
+            await client.getPet(UNUSED_PET_ID).catch(() => undefined)
+            answered(404, `GET /pets/${UNUSED_PET_ID}`)
+            const code = errorCodeOf(`GET /pets/${UNUSED_PET_ID}`)
+            if (code !== 'pet_not_found') throw new Error(`a 404 with code ${code}`)
+            return `${listed ? `200, the pet listed; ` : ''}404 pet_not_found for an id nobody has`
+          },
+          createPet: async () => {
+            // A name the API refuses: the operation answers, nothing is written.
+            await client.raw.POST('/pets', {
+              body: { name: '', categoryId: 1 },
+              params: { header: { 'Idempotency-Key': randomUUID() } },
+            })
+            answered(400, 'POST /pets with an empty name')
+            const code = errorCodeOf('POST /pets with an empty name')
+            if (code !== 'validation_failed') throw new Error(`a 400 with code ${code}`)
+            return '400 validation_failed for an empty name, nothing written'
+          },
+        } satisfies Record<OperationId, () => Promise<string>>)
+    for (const [operation, run] of Object.entries(operations)) {
+      await unlessInterrupted(operation, run)
+    }
+    await unlessInterrupted('every operation', async () => {
       const called = new Set(
         answers.map(({ response }) => operationIdOf(response.method, response.url)),
       )
@@ -190,7 +312,7 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
       }
       return `all ${DOCUMENTED_OPERATIONS.length} operations of openapi/openapi.json answered`
     })
-    await check('rate-limit headers', async () => {
+    await unlessInterrupted('rate-limit headers', async () => {
       const keyed = answers
         .map(({ response }) => response)
         .filter((response) => response.status !== 401)
@@ -214,7 +336,7 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
       )
       return `on all ${keyed.length} keyed answers; policy ${policy}; remaining ${remaining.join(', ')}`
     })
-    await check('401', async () => {
+    await unlessInterrupted('401', async () => {
       const from = answers.length
       for (const authorization of [`Bearer ${unknownKey()}`, undefined]) {
         await (await raw('/pets', authorization)).arrayBuffer()
@@ -229,12 +351,34 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
       }
       return 'for an unknown key and for none, Error bodies, no rate-limit headers'
     })
+  }
+
+  try {
+    await checks()
+  } catch (error) {
+    if (!(error instanceof Interrupted)) throw error
+    result.failed += 1
+    options.report(`  FAIL  ${error.message}`)
   } finally {
-    if (temporaryId !== undefined && options.keys) {
+    const keys = options.keys
+    if (temporaryId !== undefined && keys) {
       const id = temporaryId
       await check('temporary key revoked', async () => {
-        await options.keys?.revoke(id)
-        const response = await raw('/pets?limit=1', `Bearer ${apiKey}`)
+        try {
+          await keys.revoke(id)
+        } catch (error) {
+          if (error instanceof TemporaryKeyError && error.gone) {
+            options.onTemporaryKey?.(undefined)
+            throw error
+          }
+          throw new Error(
+            `${(error as Error).message}. Key ${id} is left and may work: revoke it with ${keys.revokeCommand(id)}`,
+          )
+        }
+        options.onTemporaryKey?.(undefined)
+        // A create cut off before the key's value came back: nothing to try the key with.
+        if (key === undefined) return `${id} deleted`
+        const response = await raw('/pets?limit=1', `Bearer ${key}`, true)
         expectStatus(answers.at(-1)?.response, 401, 'GET /pets with the revoked key')
         await response.arrayBuffer()
         return `${id} gets 401`

@@ -49,6 +49,7 @@ const openLocal = async (
   warn: (message: string) => void,
   signal: AbortSignal | undefined,
   env: NodeJS.ProcessEnv,
+  keysCommand: string,
 ): Promise<StageTarget> => {
   let record: Record<string, string>
   try {
@@ -75,6 +76,7 @@ const openLocal = async (
     stage: 'local',
     region: 'us-east-1',
     mirrorWaitMs: 10_000,
+    keysCommand,
     warn,
     ...(signal ? { signal } : {}),
   })
@@ -107,6 +109,7 @@ export const openDeployedStage = async (
   syncWith: DeployedSyncFactory = invokeKeySyncFunction,
   signal?: AbortSignal,
 ): Promise<StageTarget> => {
+  const keysCommand = `npm run keys -- --stage ${stage}${region ? ` --region ${region}` : ''}`
   const config = region ? { region } : {}
   const cloudFormation = new CloudFormationClient(config)
   const api = new APIGatewayClient({ ...config, maxAttempts: 5 })
@@ -128,6 +131,7 @@ export const openDeployedStage = async (
       stage,
       region: await api.config.region(),
       pacer: new TokenBucketPacer(CLI_CALL_RATE),
+      keysCommand,
       warn,
       ...(signal ? { signal } : {}),
     })
@@ -148,7 +152,9 @@ export const openStageTarget = async ({
   signal,
 }: TargetChoice): Promise<StageTarget> => {
   if (stage === undefined) {
-    return openLocal((url ?? localOrigin(env)).replace(/\/+$/, ''), warn, signal, env)
+    const origin = (url ?? localOrigin(env)).replace(/\/+$/, '')
+    const keysCommand = url === undefined ? 'npm run keys --' : `npm run keys -- --url ${origin}`
+    return openLocal(origin, warn, signal, env, keysCommand)
   }
   if (!(DEPLOYED_STAGES as readonly string[]).includes(stage)) {
     throw new KeyAdminError(`--stage must be one of ${DEPLOYED_STAGES.join(', ')}`)

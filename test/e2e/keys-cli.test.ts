@@ -252,6 +252,61 @@ describe('npm run keys, locally', () => {
     expect((await keys('plan', 'list')).stdout).not.toContain('huge')
   })
 
+  it('a create whose mirror wait fails names the key and the exact command that revokes it', async () => {
+    // The key sync refuses every run: the key is made and attached, but never seen in force.
+    const failingSync = createServer((req, res) => {
+      if (req.url === '/_local/key-sync') {
+        req.resume()
+        res.writeHead(403, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ message: 'the key sync is refused' }))
+        return
+      }
+      const upstream = request(
+        `${origin}${req.url}`,
+        { method: req.method, headers: { ...req.headers, host: new URL(origin).host } },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers)
+          answer.pipe(res)
+        },
+      )
+      req.pipe(upstream)
+    })
+    await new Promise<void>((resolve) => failingSync.listen(0, '127.0.0.1', resolve))
+    const proxyOrigin = `http://127.0.0.1:${(failingSync.address() as AddressInfo).port}`
+    try {
+      let stdout = ''
+      let stderr = ''
+      const code = await runKeysCommand(
+        ['--url', proxyOrigin, 'create', '--plan', 'free', '--name', 'unseen'],
+        {
+          stdout: (text) => {
+            stdout += text
+          },
+          stderr: (text) => {
+            stderr += text
+          },
+          env: { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
+        },
+      )
+      expect(code, stderr).toBe(1)
+      const value = stdout.trim()
+      const id = /Key (\w{10}) is created on free in API Gateway, but/.exec(stderr)?.[1] as string
+      expect(stderr).toContain(
+        `If the key is not wanted: npm run keys -- --url ${proxyOrigin} revoke ${id}`,
+      )
+      expect(stderr).not.toContain(value)
+      // The scheduled sync's part: then the key works, until the command named revokes it
+      // (here against the server itself: the proxy refuses every sync).
+      await server.syncKeys()
+      expect(await statusWithinASecond(value, 200)).toBe(200)
+      const revoked = await keys('revoke', id)
+      expect(revoked.code, revoked.stderr).toBe(0)
+      expect(await statusWithinASecond(value, 401)).toBe(401)
+    } finally {
+      await new Promise((resolve) => failingSync.close(resolve))
+    }
+  })
+
   it('answers usage errors with exit 2 and the usage, and a missing server with exit 1', async () => {
     for (const args of [
       ['create', '--plan', 'gold'],

@@ -1,12 +1,24 @@
-import { createServer, request, type Server } from 'node:http'
+import {
+  createServer,
+  type IncomingMessage,
+  request,
+  type Server,
+  type ServerResponse,
+} from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { APIGatewayClient, GetApiKeysCommand } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runKeysCommand } from '#ops/keys-command.ts'
 import { runSmokeCommand } from '#ops/smoke-command.ts'
-import { CONTROL_SECRET_VARIABLE } from '#shared/config/local-control-config.ts'
+import {
+  CONTROL_SECRET_VARIABLE,
+  controlSecretCredentials,
+} from '#shared/config/local-control-config.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
 import {
   type InProcessServer,
   runScriptToExit,
+  spawnScript,
   startInProcessServer,
 } from '#test/support/local-server.ts'
 
@@ -74,6 +86,76 @@ afterAll(async () => {
   await server?.stop()
 })
 
+/** What a faulty proxy does with a request: forward it, hold it unanswered, or answer itself. */
+type ProxyRule = (req: IncomingMessage) => 'forward' | 'hold' | { status: number; body: unknown }
+
+/** A proxy in front of the local server (API and control plane) that breaks what `rule` says. */
+const startFaultyProxy = async (rule: ProxyRule) => {
+  const target = new URL(server.baseUrl)
+  const held: ServerResponse[] = []
+  /** Every request with the status it got. */
+  const seen: { method: string; path: string; status: number }[] = []
+  const faulty = createServer((req, res) => {
+    res.on('finish', () =>
+      seen.push({ method: req.method ?? '', path: req.url ?? '', status: res.statusCode }),
+    )
+    const action = rule(req)
+    if (action === 'hold') {
+      held.push(res)
+      return
+    }
+    if (action !== 'forward') {
+      req.resume()
+      res.writeHead(action.status, { 'content-type': 'application/json' })
+      res.end(JSON.stringify(action.body))
+      return
+    }
+    const forward = request(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: target.host },
+      },
+      (upstream) => {
+        res.writeHead(upstream.statusCode ?? 502, upstream.headers)
+        upstream.pipe(res)
+      },
+    )
+    req.pipe(forward)
+  })
+  await new Promise<void>((resolve) => faulty.listen(0, '127.0.0.1', resolve))
+  const origin = `http://127.0.0.1:${(faulty.address() as AddressInfo).port}`
+  return {
+    origin,
+    baseUrl: `${origin}/v1`,
+    seen,
+    close: async () => {
+      for (const res of held) res.destroy()
+      await new Promise((resolve) => faulty.close(resolve))
+    },
+  }
+}
+
+/** The ids of the local server's keys whose name starts with `smoke-` (the temporary keys). */
+const smokeKeyIds = async (): Promise<string[]> => {
+  const client = new APIGatewayClient({
+    endpoint: server.managementEndpoint,
+    region: 'us-east-1',
+    credentials: controlSecretCredentials(server.controlSecret),
+  })
+  try {
+    const { items = [] } = await client.send(new GetApiKeysCommand({ limit: 500 }))
+    return items.filter((key) => key.name?.startsWith('smoke-')).map((key) => key.id as string)
+  } finally {
+    client.destroy()
+  }
+}
+
+/** The id the run names as its temporary key. */
+const temporaryKeyOf = (output: string) => /temporary key: (\w{10}) /.exec(output)?.[1]
+
 const smoke = async (...args: string[]) => {
   let output = ''
   const write = (text: string) => {
@@ -139,5 +221,177 @@ describe.concurrent('npm run smoke', () => {
     const result = await smoke('--key', KEY)
     expect(result.code).toBe(2)
     expect(result.output).toContain('--key needs --base-url or --stage')
+  })
+})
+
+describe.concurrent('npm run smoke leaves nothing behind', () => {
+  it('with a given key and no --allow-writes writes nothing: createPet is checked with a body the API refuses', async () => {
+    const created = await fetch(`${server.baseUrl}/pets`, {
+      method: 'POST',
+      headers: {
+        Authorization: `Bearer ${KEY}`,
+        'Content-Type': 'application/json',
+        'Idempotency-Key': crypto.randomUUID(),
+      },
+      body: JSON.stringify({ name: 'listed', categoryId: 1 }),
+    })
+    expect(created.status).toBe(201)
+    const recording = await startFaultyProxy(() => 'forward')
+    try {
+      const result = await smoke('--base-url', recording.baseUrl, '--key', KEY)
+      expect(result.code, result.output).toBe(0)
+      expect(result.output).toContain('(read-only: writes nothing)')
+      expect(result.output).toContain(
+        '  ok    createPet: 400 validation_failed for an empty name, nothing written',
+      )
+      expect(result.output).toContain(
+        '  ok    getPet: 200, the pet listed; 404 pet_not_found for an id nobody has',
+      )
+      expect(result.output).toContain(`passed: ${WITH_GIVEN_KEY} of ${WITH_GIVEN_KEY} checks`)
+      const writes = recording.seen.filter(({ method }) => method !== 'GET')
+      expect(writes.map(({ method, path }) => `${method} ${path}`)).toEqual(['POST /v1/pets'])
+      expect(writes.map(({ status }) => status)).toEqual([400])
+    } finally {
+      await recording.close()
+    }
+  })
+
+  it('creates a pet with a given key only when told to, and never on production', async () => {
+    const written = await smoke('--base-url', server.baseUrl, '--key', KEY, '--allow-writes')
+    expect(written.code, written.output).toBe(0)
+    expect(written.output).toMatch(/ {2}ok {4}createPet: 201, pet \d+ with its Location/)
+    const production = await smoke('--stage', 'production', '--allow-writes')
+    expect(production.code).toBe(2)
+    expect(production.output).toContain(
+      "--allow-writes: the smoke test never writes to production's pet catalogue",
+    )
+  })
+
+  it('revokes its key when the first sync fails', async () => {
+    let syncs = 0
+    const failing = await startFaultyProxy((req) =>
+      req.url === '/_local/key-sync' && ++syncs === 1
+        ? { status: 403, body: { message: 'the first sync is refused' } }
+        : 'forward',
+    )
+    try {
+      const result = await smoke('--base-url', failing.baseUrl)
+      expect(result.code, result.output).toBe(1)
+      const id = /Key (\w{10}) is created on free in API Gateway, but/.exec(result.output)?.[1]
+      expect(id, result.output).toBeDefined()
+      expect(result.output).toContain(`  FAIL  temporary key: Key ${id} is created on free`)
+      expect(result.output).toContain(`  ok    temporary key revoked: ${id} deleted`)
+      expect(await smokeKeyIds()).not.toContain(id)
+    } finally {
+      await failing.close()
+    }
+  })
+
+  it('names a key it cannot revoke, with the exact command that revokes it', async () => {
+    let refuseDeletes = true
+    const refusing = await startFaultyProxy((req) =>
+      refuseDeletes && req.method === 'DELETE' && req.url?.startsWith('/_local/apigateway/apikeys/')
+        ? { status: 403, body: { message: 'not allowed by the test' } }
+        : 'forward',
+    )
+    try {
+      const result = await smoke('--base-url', refusing.baseUrl)
+      expect(result.code, result.output).toBe(1)
+      const id = temporaryKeyOf(result.output) as string
+      const command = /revoke it with (.+)$/m.exec(result.output)?.[1] ?? ''
+      expect(result.output).toContain(
+        `  FAIL  temporary key revoked: API Gateway refused DeleteApiKey`,
+      )
+      expect(command).toBe(`npm run keys -- --url ${refusing.origin} revoke ${id}`)
+      expect(await smokeKeyIds()).toContain(id)
+      // The operator runs the command it printed.
+      refuseDeletes = false
+      let said = ''
+      const revoked = await runKeysCommand(command.split(' ').slice(4), {
+        stdout: () => undefined,
+        stderr: (text) => {
+          said += text
+        },
+        env: { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
+      })
+      expect(revoked, said).toBe(0)
+      expect(await smokeKeyIds()).not.toContain(id)
+    } finally {
+      await refusing.close()
+    }
+  })
+
+  it('on SIGINT stops its checks, revokes its key and exits 1 (the real CLI process)', async () => {
+    let hold = true
+    let onHeld: () => void = () => undefined
+    const held = new Promise<void>((resolve) => {
+      onHeld = resolve
+    })
+    // The first request with the new key is held: the run is mid-check when Ctrl-C comes.
+    const holding = await startFaultyProxy((req) => {
+      if (!hold || req.url !== '/v1/pets?limit=1') return 'forward'
+      hold = false
+      onHeld()
+      return 'hold'
+    })
+    try {
+      const cli = spawnScript('ops/smoke-cli.ts', ['--base-url', holding.baseUrl], {
+        [CONTROL_SECRET_VARIABLE]: server.controlSecret,
+      })
+      await held
+      cli.process.kill('SIGINT')
+      expect(await cli.exited, cli.output()).toBe(1)
+      const output = cli.output()
+      const id = temporaryKeyOf(output) as string
+      expect(output).toContain(
+        '  FAIL  interrupted (SIGINT or SIGTERM): the remaining checks did not run',
+      )
+      expect(output).toContain(`  ok    temporary key revoked: ${id} gets 401`)
+      expect(output).not.toContain('createPet')
+      expect(await smokeKeyIds()).not.toContain(id)
+    } finally {
+      await holding.close()
+    }
+  })
+
+  it('a second SIGINT while it revokes exits 130 at once, naming the key and the command (the real CLI process)', async () => {
+    let heldRequest: () => void = () => undefined
+    let heldDelete: () => void = () => undefined
+    const requestHeld = new Promise<void>((resolve) => {
+      heldRequest = resolve
+    })
+    const deleteHeld = new Promise<void>((resolve) => {
+      heldDelete = resolve
+    })
+    let holdRequest = true
+    // The first request with the new key, then the key's deletion, are held.
+    const holding = await startFaultyProxy((req) => {
+      if (holdRequest && req.url === '/v1/pets?limit=1') {
+        holdRequest = false
+        heldRequest()
+        return 'hold'
+      }
+      if (req.method === 'DELETE' && req.url?.startsWith('/_local/apigateway/apikeys/')) {
+        heldDelete()
+        return 'hold'
+      }
+      return 'forward'
+    })
+    try {
+      const cli = spawnScript('ops/smoke-cli.ts', ['--base-url', holding.baseUrl], {
+        [CONTROL_SECRET_VARIABLE]: server.controlSecret,
+      })
+      await requestHeld
+      cli.process.kill('SIGINT')
+      await deleteHeld
+      cli.process.kill('SIGINT')
+      expect(await cli.exited, cli.output()).toBe(130)
+      const id = temporaryKeyOf(cli.output()) as string
+      expect(cli.output()).toContain(
+        `smoke: SIGINT again: stopped at once; temporary key ${id} is left: revoke it with npm run keys -- --url ${holding.origin} revoke ${id}`,
+      )
+    } finally {
+      await holding.close()
+    }
   })
 })

@@ -463,7 +463,9 @@ describe("the smoke test's management-API part against moto", () => {
     const target = await openMoto()
     try {
       const keys = smokeKeys(target.admin)
-      const key = await keys.create()
+      const handedOut: string[] = []
+      const key = await keys.create((id) => handedOut.push(id))
+      expect(handedOut).toEqual([key.id])
       const { client, tableName } = mirrorTable()
       const mirror = new KeyMirrorRepository({ client, tableName })
       expect(await mirror.get(hashApiKey(key.value))).toMatchObject({ keyId: key.id, plan: 'free' })

@@ -71,6 +71,37 @@ describe('a deployed stage, found by its stack outputs', () => {
     })
   })
 
+  it('names, for a fix by hand, the command with the stage and Region it was given', async () => {
+    const stacks = mockClient(CloudFormationClient)
+      .on(DescribeStacksCommand)
+      .callsFake(async ({ StackName }: { StackName: string }) => ({
+        Stacks: [
+          {
+            StackName,
+            StackStatus: 'UPDATE_COMPLETE',
+            CreationTime: new Date(),
+            Outputs: Object.entries(
+              StackName === stackName('production', 'api') ? API_OUTPUTS : DATA_OUTPUTS,
+            ).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue })),
+          },
+        ],
+      }))
+    try {
+      const target = await openStageTarget({
+        stage: 'production',
+        region: 'eu-west-1',
+        env: {},
+        warn: () => undefined,
+      })
+      target.close()
+      expect(target.admin.revokeCommand('abc123defg')).toBe(
+        'npm run keys -- --stage production --region eu-west-1 revoke abc123defg',
+      )
+    } finally {
+      stacks.restore()
+    }
+  })
+
   it('names the output a stage lacks, or the stack that is missing', async () => {
     const { ProUsagePlanId: _, ...withoutPro } = API_OUTPUTS
     await expect(
