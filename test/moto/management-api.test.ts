@@ -355,9 +355,13 @@ const shape = (text: string, ids: readonly string[]): string => {
     .replace(/\b[a-zA-Z0-9]{20,}\b/g, '<value>')
   for (const id of ids.filter(Boolean))
     shaped = shaped.replace(new RegExp(`\\b${id}\\b`, 'g'), '<id>')
-  return shaped
-    .replace(/petstore-(staging|local)-/g, 'petstore-<stage>-')
-    .replace(/stage (staging|local)/g, 'stage <stage>')
+  return (
+    shaped
+      .replace(/petstore-(staging|local)-/g, 'petstore-<stage>-')
+      .replace(/stage (staging|local)/g, 'stage <stage>')
+      // The commands a message names carry the target the command was run with.
+      .replace(/npm run keys -- (--url \S+|--stage \S+ --region \S+)/g, 'npm run keys -- <target>')
+  )
 }
 
 describe('every keys CLI command with --stage staging, against moto and the local server', () => {
