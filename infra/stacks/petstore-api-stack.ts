@@ -119,7 +119,7 @@ export class PetstoreApiStack extends Stack {
     }
     new CfnOutput(this, 'KeySyncFunctionName', {
       description:
-        'Invoke with {"confirmRemovals": <count>} to confirm a removal the key sync holds',
+        'Invoke with {"confirmRemovals": [<key ids>]}, as the key-sync log gives it, to confirm a removal the sync holds',
       value: keySyncFunction.function.functionName,
     })
     new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn })
