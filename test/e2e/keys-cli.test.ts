@@ -1,5 +1,3 @@
-import { createServer, request, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runKeysCommand } from '#ops/keys-command.ts'
 import { CONTROL_SECRET_VARIABLE } from '#shared/config/local-control-config.ts'
@@ -10,6 +8,7 @@ import {
   spawnScript,
   startInProcessServer,
 } from '#test/support/local-server.ts'
+import { startRuleProxy } from '#test/support/rule-proxy.ts'
 
 /**
  * `npm run keys` against the local server, whose keys take the path they take on AWS (control
@@ -169,43 +168,16 @@ describe('npm run keys, locally', () => {
     const old = await created('--plan', 'pro', '--name', 'ivan')
     // The local server behind a proxy that holds the CLI's key-sync run: the wait the CLI is in
     // when the operator presses Ctrl-C.
-    let syncHeld: () => void = () => undefined
-    const waiting = new Promise<void>((resolve) => {
-      syncHeld = resolve
-    })
-    const held: ServerResponse[] = []
-    const proxy = createServer((req, res) => {
-      if (req.method === 'POST' && req.url === '/_local/key-sync') {
-        held.push(res)
-        syncHeld()
-        return
-      }
-      const upstream = request(
-        `${origin}${req.url}`,
-        // As a reverse proxy does: the server refuses a Host that is not its own.
-        { method: req.method, headers: { ...req.headers, host: new URL(origin).host } },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers)
-          answer.pipe(res)
-        },
-      )
-      req.pipe(upstream)
-    })
-    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    const proxy = await startRuleProxy(origin, (req) =>
+      req.method === 'POST' && req.url === '/_local/key-sync' ? 'hold' : 'forward',
+    )
     try {
       const cli = spawnScript(
         'ops/keys-cli.ts',
-        [
-          '--url',
-          `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
-          'rotate',
-          old.id,
-          '--overlap',
-          '24h',
-        ],
+        ['--url', proxy.origin, 'rotate', old.id, '--overlap', '24h'],
         { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
       )
-      await waiting
+      await proxy.firstHeld
       cli.process.kill('SIGINT')
       expect(await cli.exited).toBe(1)
       const output = cli.output()
@@ -228,8 +200,7 @@ describe('npm run keys, locally', () => {
       )
       expect(listed.stdout).toMatch(new RegExp(`${newId}\\s+ivan\\s+pro\\s+yes`))
     } finally {
-      for (const res of held) res.destroy()
-      await new Promise((resolve) => proxy.close(resolve))
+      await proxy.close()
     }
   })
 
@@ -254,25 +225,12 @@ describe('npm run keys, locally', () => {
 
   it('a create whose mirror wait fails names the key and the exact command that revokes it', async () => {
     // The key sync refuses every run: the key is made and attached, but never seen in force.
-    const failingSync = createServer((req, res) => {
-      if (req.url === '/_local/key-sync') {
-        req.resume()
-        res.writeHead(403, { 'content-type': 'application/json' })
-        res.end(JSON.stringify({ message: 'the key sync is refused' }))
-        return
-      }
-      const upstream = request(
-        `${origin}${req.url}`,
-        { method: req.method, headers: { ...req.headers, host: new URL(origin).host } },
-        (answer) => {
-          res.writeHead(answer.statusCode ?? 502, answer.headers)
-          answer.pipe(res)
-        },
-      )
-      req.pipe(upstream)
-    })
-    await new Promise<void>((resolve) => failingSync.listen(0, '127.0.0.1', resolve))
-    const proxyOrigin = `http://127.0.0.1:${(failingSync.address() as AddressInfo).port}`
+    const failingSync = await startRuleProxy(origin, (req) =>
+      req.url === '/_local/key-sync'
+        ? { status: 403, body: { message: 'the key sync is refused' } }
+        : 'forward',
+    )
+    const proxyOrigin = failingSync.origin
     try {
       let stdout = ''
       let stderr = ''
@@ -303,7 +261,7 @@ describe('npm run keys, locally', () => {
       expect(revoked.code, revoked.stderr).toBe(0)
       expect(await statusWithinASecond(value, 401)).toBe(401)
     } finally {
-      await new Promise((resolve) => failingSync.close(resolve))
+      await failingSync.close()
     }
   })
 

@@ -1,10 +1,4 @@
-import {
-  createServer,
-  type IncomingMessage,
-  request,
-  type Server,
-  type ServerResponse,
-} from 'node:http'
+import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { APIGatewayClient, GetApiKeysCommand } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -21,6 +15,7 @@ import {
   spawnScript,
   startInProcessServer,
 } from '#test/support/local-server.ts'
+import { type ProxyRule, startRuleProxy } from '#test/support/rule-proxy.ts'
 
 /**
  * `npm run smoke` as an operator runs it after a deploy, here against the local server (and a
@@ -86,57 +81,8 @@ afterAll(async () => {
   await server?.stop()
 })
 
-/** What a faulty proxy does with a request: forward it, hold it unanswered, or answer itself. */
-type ProxyRule = (req: IncomingMessage) => 'forward' | 'hold' | { status: number; body: unknown }
-
-/** A proxy in front of the local server (API and control plane) that breaks what `rule` says. */
-const startFaultyProxy = async (rule: ProxyRule) => {
-  const target = new URL(server.baseUrl)
-  const held: ServerResponse[] = []
-  /** Every request with the status it got. */
-  const seen: { method: string; path: string; status: number }[] = []
-  const faulty = createServer((req, res) => {
-    res.on('finish', () =>
-      seen.push({ method: req.method ?? '', path: req.url ?? '', status: res.statusCode }),
-    )
-    const action = rule(req)
-    if (action === 'hold') {
-      held.push(res)
-      return
-    }
-    if (action !== 'forward') {
-      req.resume()
-      res.writeHead(action.status, { 'content-type': 'application/json' })
-      res.end(JSON.stringify(action.body))
-      return
-    }
-    const forward = request(
-      {
-        host: target.hostname,
-        port: target.port,
-        method: req.method,
-        path: req.url,
-        headers: { ...req.headers, host: target.host },
-      },
-      (upstream) => {
-        res.writeHead(upstream.statusCode ?? 502, upstream.headers)
-        upstream.pipe(res)
-      },
-    )
-    req.pipe(forward)
-  })
-  await new Promise<void>((resolve) => faulty.listen(0, '127.0.0.1', resolve))
-  const origin = `http://127.0.0.1:${(faulty.address() as AddressInfo).port}`
-  return {
-    origin,
-    baseUrl: `${origin}/v1`,
-    seen,
-    close: async () => {
-      for (const res of held) res.destroy()
-      await new Promise((resolve) => faulty.close(resolve))
-    },
-  }
-}
+/** A rule proxy in front of this file's local server. */
+const startFaultyProxy = (rule: ProxyRule) => startRuleProxy(server.baseUrl, rule)
 
 /** The ids of the local server's keys whose name starts with `smoke-` (the temporary keys). */
 const smokeKeyIds = async (): Promise<string[]> => {
