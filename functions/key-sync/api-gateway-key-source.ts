@@ -85,8 +85,11 @@ export interface KeySourceSnapshot {
   /**
    * Where the rotation stopped (the last plan read in id order), for the next run; undefined
    * when it reached the last plan: the rotation is done and the next one starts from the first.
+   * A read of only what events named hands back the cursor it was given.
    */
   cursor: string | undefined
+  /** Whether this read took the rotation to the last plan. */
+  rotationDone: boolean
   /** Usage plans attached to this API stage (valid or not). */
   stagePlans: number
   /** Stage plans whose tags are missing or invalid: their keys are refused. */
@@ -311,6 +314,7 @@ export class ApiGatewayKeySource implements KeySource {
       ),
       complete,
       cursor: onlyNamed ? cursor : rotationDone ? undefined : rotationCursor,
+      rotationDone,
       stagePlans: stagePlans.length,
       refusedPlans,
       refusedKeyIds,

@@ -353,45 +353,24 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
     namedOnly: boolean,
   ): Promise<KeySyncResult> => {
     const startedAt = clock()
-    let held = previous.heldRemovals
-    const taken = new Set(previous.pendingIds ?? [])
+    const taken = previous.pendingIds ?? []
     const first = await pass(
       trigger,
       previous,
       {
         deadlineMs: Math.min(endBy, startedAt + RUN_BUDGET.rotationMs),
-        priorityIds: [...taken],
+        priorityIds: taken,
         ...(previous.cursor !== undefined ? { cursor: previous.cursor } : {}),
         // An event's run reads what events named and leaves the rotation to the schedule: a
         // change is in force seconds after its event, at any plan count.
-        ...(namedOnly && taken.size > 0 ? { onlyNamed: true } : {}),
+        ...(namedOnly && taken.length > 0 ? { onlyNamed: true } : {}),
       },
-      held,
+      previous.heldRemovals,
       confirmed,
       startedAt,
     )
+    const { held, stageIds, lostPlans } = first
     let total = first.result
-    held = first.held
-    let stageIds = first.stageIds
-    let lostPlans = first.lostPlans
-    // Ids named while this run read: read them now, after the events that named them.
-    for (;;) {
-      const fresh = ((await state.get()).pendingIds ?? []).filter((id) => !taken.has(id))
-      if (fresh.length === 0 || clock() + RUN_BUDGET.minPassMs > endBy) break
-      for (const id of fresh) taken.add(id)
-      const next = await pass(
-        trigger,
-        { ...previous, stageIds },
-        { deadlineMs: endBy, priorityIds: fresh, onlyNamed: true },
-        held,
-        confirmed,
-        clock(),
-      )
-      total = addUp(total, next.result)
-      held = next.held
-      stageIds = next.stageIds
-      lostPlans = Math.max(lostPlans, next.lostPlans)
-    }
 
     const changed = total.written + total.deleted > 0
     let flushPending = previous.flushPending === true || changed
@@ -410,19 +389,20 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
         })
       }
     }
-    // A run that finds no cursor starts a rotation; the run that reads the last plan ends it.
+    // A run that finds no cursor starts a rotation; the run that reads the last plan ends it. A
+    // run that read only what events named leaves the rotation as it was.
     const rotationStartedAt =
       previous.cursor === undefined ? startedAt : (previous.rotationStartedAt ?? startedAt)
-    const rotationDone = first.snapshot.cursor === undefined
+    const { cursor, rotationDone } = first.snapshot
     const lastCompleteAt = rotationDone ? rotationStartedAt : previous.lastCompleteAt
     await state.complete(owner, {
-      ...(held && Object.keys(held).length > 0 ? { heldRemovals: held } : {}),
-      ...(rotationDone ? {} : { cursor: first.snapshot.cursor as string, rotationStartedAt }),
+      ...(Object.keys(held).length > 0 ? { heldRemovals: held } : {}),
+      ...(cursor !== undefined ? { cursor, rotationStartedAt } : {}),
       ...(lastCompleteAt !== undefined ? { lastCompleteAt } : {}),
       flushPending,
       stageIds,
       lastSuccessAt: startedAt,
-      pendingIds: [...taken],
+      pendingIds: taken,
     })
     logger.info('Key mirror synced', {
       trigger,
@@ -458,8 +438,9 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
   ): Promise<KeySyncResult> => {
     const endBy = clock() + remainingMs(context) - RUN_BUDGET.reserveMs
     let total: KeySyncResult | undefined
-    // Runs again while events left ids behind after a run gave the lease up (their own run found
-    // the lease taken and returned), as long as the budget allows a pass.
+    // Runs again, on what events named, while ids are pending after a run gave the lease up:
+    // named while it read (their own runs found the lease taken and returned), as long as the
+    // budget allows a pass.
     do {
       const owner = randomUUID()
       const previous = await state.acquire(owner, clock(), LEASE_MS)
@@ -470,8 +451,20 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
         })
         return skipped('lease-held')
       }
+      if (total && !previous.pendingIds) {
+        // Another run read them in between.
+        await state.release(owner)
+        break
+      }
       try {
-        const result = await runUnderLease(trigger, owner, previous, endBy, confirmed, namedOnly)
+        const result = await runUnderLease(
+          trigger,
+          owner,
+          previous,
+          endBy,
+          confirmed,
+          namedOnly || total !== undefined,
+        )
         total = total ? addUp(total, result) : result
       } catch (error) {
         await state.release(owner).catch(() => undefined)

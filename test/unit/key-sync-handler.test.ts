@@ -37,6 +37,7 @@ const snapshotOf = (
   validPlans: new Map([['plan-pro', { plan: 'pro', limits: { perMinute: 300, perDay: 10_000 } }]]),
   complete: true,
   cursor: undefined,
+  rotationDone: true,
   keys: new Map(),
   stagePlans: 1,
   refusedPlans: [],
@@ -444,8 +445,20 @@ describe('key-sync handler', () => {
     expect(readOptions[0]?.deadlineMs).toBe(nowMs + 5_000)
   })
 
+  it('leaves the rotation as it was after a run that read only what an event named', async () => {
+    state.saved = { lastCompleteAt: nowMs - 600_000 }
+    current = snapshotOf([entry('key-1')], { complete: false, rotationDone: false })
+    await handlerOf()(managementEvent('UpdateUsagePlan', { usagePlanId: 'planpro001' }), context)
+    expect(readOptions[0]).toMatchObject({ onlyNamed: true, priorityIds: ['planpro001'] })
+    expect(state.saved.lastCompleteAt).toBe(nowMs - 600_000)
+  })
+
   it('goes on with the rotation where the last run stopped', async () => {
-    current = snapshotOf([entry('key-1')], { complete: false, cursor: 'plan-pro' })
+    current = snapshotOf([entry('key-1')], {
+      complete: false,
+      cursor: 'plan-pro',
+      rotationDone: false,
+    })
     const handler = handlerOf()
     await handler(scheduledEvent, context)
     expect(state.saved.cursor).toBe('plan-pro')
