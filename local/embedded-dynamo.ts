@@ -10,8 +10,9 @@ import {
   ResourceNotFoundException,
 } from '@aws-sdk/client-dynamodb'
 import dynalite from 'dynalite'
+import { IN_MEMORY } from '#shared/config/local-control-config.ts'
 
-export const IN_MEMORY = ':memory:'
+export { IN_MEMORY }
 
 export interface EmbeddedDynamo {
   endpoint: string

@@ -2,6 +2,7 @@ import { isWellFormedApiKey } from '#shared/auth/bearer-token.ts'
 import {
   CONTROL_SECRET_PATTERN,
   CONTROL_SECRET_VARIABLE,
+  localDataDir,
 } from '#shared/config/local-control-config.ts'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
@@ -115,7 +116,7 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
   return {
     port: parsePort(env.PORT?.trim() || String(DEFAULT_PORT)),
     host,
-    dataDir: env.PETSTORE_DATA_DIR?.trim() || '.petstore',
+    dataDir: localDataDir(env),
     apiKeys: parseApiKeys(env.PETSTORE_API_KEYS ?? ''),
     dynamoEndpoint: endpoint,
     enterpriseLimits,

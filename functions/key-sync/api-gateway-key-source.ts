@@ -154,6 +154,22 @@ export interface PlanGrant {
   limits: PlanLimits
 }
 
+/** A working key's mirror entry: the grant of the plan it is on. */
+export const mirrorEntry = (
+  keyHash: string,
+  keyId: string,
+  usagePlanId: string,
+  { plan, limits }: PlanGrant,
+): KeyMirrorEntry => ({
+  keyHash,
+  keyId,
+  enabled: true,
+  plan,
+  perMinute: limits.perMinute,
+  perDay: limits.perDay,
+  usagePlanId,
+})
+
 type PlanVerdict =
   | { usagePlanId: string; plan: PlanName; limits: PlanLimits }
   | { usagePlanId: string; refused: true }
@@ -289,15 +305,7 @@ export class ApiGatewayKeySource implements KeySource {
       // Values are unique in API Gateway; if not, the first key id keeps the hash.
       if (seenHashes.has(key.keyHash)) continue
       seenHashes.add(key.keyHash)
-      entries.push({
-        keyHash: key.keyHash,
-        keyId,
-        enabled: true,
-        plan: verdict.plan,
-        perMinute: verdict.limits.perMinute,
-        perDay: verdict.limits.perDay,
-        usagePlanId: verdict.usagePlanId,
-      })
+      entries.push(mirrorEntry(key.keyHash, keyId, verdict.usagePlanId, verdict))
     }
 
     const rotationDone = !onlyNamed && plansRead.length === order.length

@@ -13,7 +13,12 @@ import type { AppLogger } from '#shared/observability/logger.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
 import { withOriginalStack } from '#shared/observability/original-stack.ts'
 import type { Clock } from '#shared/time/clock.ts'
-import type { KeySource, KeySourceSnapshot, ReadOptions } from './api-gateway-key-source.ts'
+import {
+  type KeySource,
+  type KeySourceSnapshot,
+  mirrorEntry,
+  type ReadOptions,
+} from './api-gateway-key-source.ts'
 import type { AuthorizerCacheFlusher } from './authorizer-cache-flusher.ts'
 import {
   type CustomResourceAnswer,
@@ -296,15 +301,7 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
       const [planId] = await source.validPlansOfKey(keyId)
       const grant = planId === undefined ? undefined : snapshot.validPlans.get(planId)
       if (planId && grant) {
-        found.push({
-          keyHash,
-          keyId,
-          enabled: true,
-          plan: grant.plan,
-          perMinute: grant.limits.perMinute,
-          perDay: grant.limits.perDay,
-          usagePlanId: planId,
-        })
+        found.push(mirrorEntry(keyHash, keyId, planId, grant))
       }
     }
     return found

@@ -10,8 +10,14 @@ export const LOCAL_CONTROL_PREFIX = '/_local'
 /** The part of API Gateway's management API the local control plane serves. */
 export const MANAGEMENT_API_PATH = `${LOCAL_CONTROL_PREFIX}/apigateway`
 
-/** The embedded DynamoDB's in-memory data directory (local/embedded-dynamo.ts): no secret file. */
-const IN_MEMORY_DATA_DIR = ':memory:'
+/** The data directory that keeps nothing: the embedded DynamoDB in memory, no secret file. */
+export const IN_MEMORY = ':memory:'
+/** Where `npm start` keeps its data unless PETSTORE_DATA_DIR says otherwise. */
+export const DEFAULT_DATA_DIR = '.petstore'
+
+/** The data directory `npm start` uses in `env`, as the keys CLI finds it too. */
+export const localDataDir = (env: NodeJS.ProcessEnv): string =>
+  env.PETSTORE_DATA_DIR?.trim() || DEFAULT_DATA_DIR
 
 /**
  * The local control plane's secret: what the project's own tools (the keys CLI, the smoke test,
@@ -48,8 +54,8 @@ export const withControlSecret =
 const findControlSecret = async (env: NodeJS.ProcessEnv): Promise<string | undefined> => {
   const fromEnv = env[CONTROL_SECRET_VARIABLE]?.trim()
   if (fromEnv) return fromEnv
-  const dataDir = env.PETSTORE_DATA_DIR?.trim() || '.petstore'
-  if (dataDir === IN_MEMORY_DATA_DIR) return undefined
+  const dataDir = localDataDir(env)
+  if (dataDir === IN_MEMORY) return undefined
   try {
     return (await readFile(join(dataDir, CONTROL_SECRET_FILE), 'utf8')).trim() || undefined
   } catch {
