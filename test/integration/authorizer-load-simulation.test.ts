@@ -11,6 +11,7 @@ import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import {
+  keySyncContext,
   lambdaContext,
   scheduledEvent,
   tokenAuthorizerEvent,
@@ -97,7 +98,7 @@ describe('authorizer load simulation', () => {
       gateway,
       clock: Date.now,
     })
-    const synced = await sync(scheduledEvent, lambdaContext('petstore-key-sync'))
+    const synced = await sync(scheduledEvent, keySyncContext())
     expect(synced.upserted).toBe(validKeyIds.length)
 
     // The request mix: 40 % valid keys, 50 % random tokens, 10 % known but refused keys.

@@ -10,6 +10,7 @@ import type {
   ReplaceAllResult,
 } from '#shared/data/key-mirror-repository.ts'
 import {
+  keySyncContext,
   lambdaContext,
   scheduledEvent,
   tokenAuthorizerEvent,
@@ -174,7 +175,7 @@ const simulate = async (options: {
     nowMs = second * 1_000
     options.changes[second]?.(gateway)
     if (second % SYNC_PERIOD === 0) {
-      running = sync(scheduledEvent, lambdaContext('petstore-key-sync'))
+      running = sync(scheduledEvent, keySyncContext())
       await mirror.held()
       timeline.syncs += 1
     }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { MASS_REMOVAL } from '#functions/key-sync/removal-guard.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
-import { lambdaContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
+import { keySyncContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import {
   FAKE_API_ID,
@@ -32,7 +32,7 @@ let nowMs: number
 let gateway: FakeApiGateway
 let sync: Awaited<ReturnType<typeof createKeySyncHarness>>
 
-const run = () => sync.handler(scheduledEvent, lambdaContext('petstore-key-sync'))
+const run = () => sync.handler(scheduledEvent, keySyncContext())
 const mirroredKeyIds = async () => {
   const items = await Promise.all(KEYS.map((id) => sync.mirror.get(hashApiKey(keyValueOf(id)))))
   return items.flatMap((item) => (item ? [item.keyId] : []))
@@ -106,10 +106,7 @@ describe('a key mirror that one bad read cannot empty', () => {
     for (const id of KEYS.slice(0, 8)) gateway.setEnabled(id, false)
     expect(await run()).toMatchObject({ heldRemovals: 8 })
 
-    const confirmed = await sync.handler(
-      { confirmRemovals: KEYS.slice(0, 8) },
-      lambdaContext('petstore-key-sync'),
-    )
+    const confirmed = await sync.handler({ confirmRemovals: KEYS.slice(0, 8) }, keySyncContext())
 
     expect(confirmed).toMatchObject({ deleted: 8 })
     expect(await mirroredKeyIds()).toEqual(KEYS.slice(8))
@@ -131,11 +128,11 @@ describe('a key mirror that one bad read cannot empty', () => {
     // Two instances of the function on the same table: the second finds the lease taken.
     const [first, second] = await Promise.all([
       run(),
-      sync.handler(scheduledEvent, lambdaContext('petstore-key-sync-2')),
+      sync.handler(scheduledEvent, keySyncContext('petstore-key-sync-2')),
     ])
     expect([first.skipped, second.skipped].sort()).toEqual([false, 'lease-held'])
     // A different table is a different stage: its lease is its own.
-    expect(await other.handler(scheduledEvent, lambdaContext('petstore-key-sync'))).toMatchObject({
+    expect(await other.handler(scheduledEvent, keySyncContext())).toMatchObject({
       skipped: false,
     })
   })
@@ -239,20 +236,13 @@ describe('a guard per plan', () => {
     gateway.plans.set('pro', { ...gateway.plans.get('pro'), tags: planTags('prp') })
     await run()
 
-    expect(
-      await sync.handler({ confirmRemovals: 5 } as never, lambdaContext('petstore-key-sync')),
-    ).toMatchObject({
+    expect(await sync.handler({ confirmRemovals: 5 } as never, keySyncContext())).toMatchObject({
       deleted: 0,
     })
     expect(
-      await sync.handler(
-        { confirmRemovals: PRO_KEYS.slice(1) },
-        lambdaContext('petstore-key-sync'),
-      ),
+      await sync.handler({ confirmRemovals: PRO_KEYS.slice(1) }, keySyncContext()),
     ).toMatchObject({ deleted: 0 })
-    expect(
-      await sync.handler({ confirmRemovals: PRO_KEYS }, lambdaContext('petstore-key-sync')),
-    ).toMatchObject({
+    expect(await sync.handler({ confirmRemovals: PRO_KEYS }, keySyncContext())).toMatchObject({
       deleted: PRO_KEYS.length,
     })
     expect(await mirrored()).toEqual(ALL_KEYS.filter((id) => !PRO_KEYS.includes(id)))

@@ -28,7 +28,7 @@ import { PLAN_DISPLAY_NAMES, PLAN_NAMES, type PlanName } from '#shared/config/pl
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import { lambdaContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
+import { keySyncContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
 import { type InProcessServer, startInProcessServer } from '#test/support/local-server.ts'
 import { pool } from '#test/support/task-pool.ts'
 import {
@@ -264,7 +264,7 @@ describe('the real key sync against moto', () => {
     } as CloudFormationCustomResourceEvent
     const result = (await handler(
       event,
-      lambdaContext('petstore-staging-key-sync'),
+      keySyncContext('petstore-staging-key-sync'),
     )) as KeySyncResult
     expect(responses).toEqual([
       expect.objectContaining({ Status: 'SUCCESS', RequestId: 'deploy-1' }),
@@ -286,7 +286,7 @@ describe('the real key sync against moto', () => {
     const { handler } = deployedKeySync()
     const result = (await handler(
       scheduledEvent,
-      lambdaContext('petstore-staging-key-sync'),
+      keySyncContext('petstore-staging-key-sync'),
     )) as KeySyncResult
     expect(result).toMatchObject({
       skipped: false,
@@ -307,7 +307,7 @@ class InProcessSync implements StageSync {
   async run(): Promise<KeySyncResult> {
     return (await this.handler(
       { 'detail-type': 'petstore keys CLI', source: 'petstore.keys-cli' } as never,
-      lambdaContext('petstore-staging-key-sync'),
+      keySyncContext('petstore-staging-key-sync'),
     )) as KeySyncResult
   }
 

@@ -96,6 +96,7 @@ export const restEvent = <TInput = never>(request: RestRequest = {}): ApiEvent<T
 export const lambdaContext = (
   functionName = 'petstore-test',
   awsRequestId = 'c6af9ac6-7b61-11e6-9a41-93e8deadbeef',
+  timeoutSeconds: number = FUNCTION_TIMEOUT_SECONDS.getPet,
 ): Context => ({
   callbackWaitsForEmptyEventLoop: true,
   functionName,
@@ -105,16 +106,16 @@ export const lambdaContext = (
   awsRequestId,
   logGroupName: `/aws/lambda/${functionName}`,
   logStreamName: '2027/03/05/[$LATEST]0123456789abcdef0123456789abcdef',
-  // A fresh invocation: of the key sync when named so (its run budget reads this), else of a
-  // pet function.
-  getRemainingTimeInMillis: () =>
-    (functionName.includes('key-sync')
-      ? FUNCTION_TIMEOUT_SECONDS.keySync
-      : FUNCTION_TIMEOUT_SECONDS.getPet) * 1_000,
+  // A fresh invocation of a function with this timeout.
+  getRemainingTimeInMillis: () => timeoutSeconds * 1_000,
   done: () => undefined,
   fail: () => undefined,
   succeed: () => undefined,
 })
+
+/** A fresh invocation of the key-sync function: its run budget reads the remaining time. */
+export const keySyncContext = (functionName = 'petstore-key-sync'): Context =>
+  lambdaContext(functionName, undefined, FUNCTION_TIMEOUT_SECONDS.keySync)
 
 /** The event an EventBridge schedule delivers to the key-sync function every minute. */
 export const scheduledEvent: KeySyncEvent = {

@@ -17,7 +17,7 @@ import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import { KEY_MIRROR_TABLE, keyMirrorTableDefinition } from '#shared/data/table-keys.ts'
-import { lambdaContext, scheduledEvent } from './api-gateway-events.ts'
+import { keySyncContext, scheduledEvent } from './api-gateway-events.ts'
 import {
   FAKE_API_ID,
   FAKE_STAGE,
@@ -125,7 +125,7 @@ export const simulateKeySyncAtScale = async (
   const invoke = async (event: KeySyncEvent): Promise<KeySyncResult> => {
     const started = now
     const context: Context = {
-      ...lambdaContext('petstore-key-sync'),
+      ...keySyncContext(),
       getRemainingTimeInMillis: () => started + SYNC_TIMEOUT_MS - now,
     }
     const result = await handler(event, context)

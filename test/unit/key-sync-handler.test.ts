@@ -15,7 +15,7 @@ import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import type { DiffScope, MirrorDiff, ReplaceAllResult } from '#shared/data/key-mirror-repository.ts'
 import type { KeySyncState } from '#shared/data/key-sync-state-repository.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
-import { lambdaContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
+import { keySyncContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
 
 const entry = (keyId: string, usagePlanId = 'plan-pro'): KeyMirrorEntry => ({
@@ -212,7 +212,7 @@ beforeEach(() => {
   logger = fakeLogger()
   metrics = { addMetric: vi.fn<MetricSink['addMetric']>() }
   // The key-sync function's 60 s, as Lambda reports them at the start of a run.
-  context = { ...lambdaContext('petstore-key-sync'), getRemainingTimeInMillis: () => 60_000 }
+  context = keySyncContext()
 })
 
 describe('key-sync handler', () => {
