@@ -174,6 +174,16 @@ export class PetstoreMonitoring extends Construct {
       CONFIG_FAILURE_METRIC,
     )
 
+    /** An alarm on the first occurrence: 1 or more in one period of `metric`, no data is fine. */
+    const alarmOnFirst = (id: string, alarmDescription: string, metric: IMetric): Alarm =>
+      new Alarm(this, id, {
+        alarmDescription,
+        metric,
+        threshold: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      })
     this.serverErrorRateAlarm = new Alarm(this, 'ServerErrorRateAlarm', {
       alarmDescription: `Petstore ${stage}: more than 5% of API responses were 5xx in 3 of the last 5 minutes.`,
       metric: serverErrorRate,
@@ -185,14 +195,11 @@ export class PetstoreMonitoring extends Construct {
     })
     this.alarms = [
       this.serverErrorRateAlarm,
-      new Alarm(this, 'AuthorizerErrorsAlarm', {
-        alarmDescription: `Petstore ${stage}: the authorizer failed (not a rejected key): it could not read the key mirror, so callers got 500s.`,
-        metric: authorizerMetric(AUTHORIZER_METRICS.failed),
-        threshold: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }),
+      alarmOnFirst(
+        'AuthorizerErrorsAlarm',
+        `Petstore ${stage}: the authorizer failed (not a rejected key): it could not read the key mirror, so callers got 500s.`,
+        authorizerMetric(AUTHORIZER_METRICS.failed),
+      ),
       new Alarm(this, 'KeySyncStaleAlarm', {
         alarmDescription: `Petstore ${stage}: no key sync succeeded in the last 5 minutes (failing, or no longer running). The authorizer keeps the last good key mirror: new keys are not accepted, and revoked or detached keys keep working. See /petstore/${stage}/key-sync.`,
         metric: keySyncMetric(KEY_SYNC_METRICS.succeeded),
@@ -202,28 +209,22 @@ export class PetstoreMonitoring extends Construct {
         // No data is the symptom: a schedule that stopped publishes nothing.
         treatMissingData: TreatMissingData.BREACHING,
       }),
-      new Alarm(this, 'KeySyncRemovalsHeldAlarm', {
-        alarmDescription: `Petstore ${stage}: the key sync withheld a removal of keys: more than half of the stage's keys, all or most keys of a plan, or the keys of a plan that lost its tags or its stage. It applies once runs spanning 5 minutes agree; to apply it now, invoke the KeySyncFunctionName output with the "confirm" payload the /petstore/${stage}/key-sync log line gives ({"confirmRemovals": [<key ids>]}).`,
-        metric: keySyncMetric(KEY_SYNC_METRICS.removalsHeld).with({
+      alarmOnFirst(
+        'KeySyncRemovalsHeldAlarm',
+        `Petstore ${stage}: the key sync withheld a removal of keys: more than half of the stage's keys, all or most keys of a plan, or the keys of a plan that lost its tags or its stage. It applies once runs spanning 5 minutes agree; to apply it now, invoke the KeySyncFunctionName output with the "confirm" payload the /petstore/${stage}/key-sync log line gives ({"confirmRemovals": [<key ids>]}).`,
+        keySyncMetric(KEY_SYNC_METRICS.removalsHeld).with({
           statistic: 'Maximum',
           period: ONE_MINUTE,
         }),
-        threshold: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }),
-      new Alarm(this, 'KeySyncPlansLostAlarm', {
-        alarmDescription: `Petstore ${stage}: a usage plan that has keys in the key mirror is no longer a valid plan of the stage (its petstore:plan tags were removed or mistyped, it was detached from the stage or deleted, or a read of API Gateway missed it). Its keys are held, not removed; the /petstore/${stage}/key-sync log names the plan.`,
-        metric: keySyncMetric(KEY_SYNC_METRICS.plansLost).with({
+      ),
+      alarmOnFirst(
+        'KeySyncPlansLostAlarm',
+        `Petstore ${stage}: a usage plan that has keys in the key mirror is no longer a valid plan of the stage (its petstore:plan tags were removed or mistyped, it was detached from the stage or deleted, or a read of API Gateway missed it). Its keys are held, not removed; the /petstore/${stage}/key-sync log names the plan.`,
+        keySyncMetric(KEY_SYNC_METRICS.plansLost).with({
           statistic: 'Maximum',
           period: ONE_MINUTE,
         }),
-        threshold: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }),
+      ),
       new Alarm(this, 'KeySyncRotationAgeAlarm', {
         alarmDescription: `Petstore ${stage}: no key sync has read every usage plan of the stage for ${ROTATION_AGE_ALARM_MINUTES} minutes. Changes named by management events still apply; a change no event announced waits for the rotation. See /petstore/${stage}/key-sync.`,
         metric: keySyncMetric(KEY_SYNC_METRICS.rotationAge).with({
@@ -243,14 +244,11 @@ export class PetstoreMonitoring extends Construct {
         evaluationPeriods: 1,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       }),
-      new Alarm(this, 'KeySyncCacheFlushFailuresAlarm', {
-        alarmDescription: `Petstore ${stage}: the key sync could not flush the stage's authorizer cache after changing the mirror, so cached decisions may outlive a key change by up to the cache TTL. Each run retries.`,
-        metric: keySyncMetric(KEY_SYNC_METRICS.cacheFlushFailures),
-        threshold: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }),
+      alarmOnFirst(
+        'KeySyncCacheFlushFailuresAlarm',
+        `Petstore ${stage}: the key sync could not flush the stage's authorizer cache after changing the mirror, so cached decisions may outlive a key change by up to the cache TTL. Each run retries.`,
+        keySyncMetric(KEY_SYNC_METRICS.cacheFlushFailures),
+      ),
       new Alarm(this, 'KeySyncInvalidPlansAlarm', {
         alarmDescription: `Petstore ${stage}: a usage plan of the stage has a missing or invalid petstore:plan, petstore:perMinute or petstore:perDay tag, so its keys are refused (401). The key-sync log names the plan.`,
         metric: keySyncMetric(KEY_SYNC_METRICS.invalidPlans),
@@ -268,32 +266,22 @@ export class PetstoreMonitoring extends Construct {
         datapointsToAlarm: 3,
         treatMissingData: TreatMissingData.NOT_BREACHING,
       }),
-      new Alarm(this, 'RateLimiterConfigFailuresAlarm', {
-        alarmDescription: `Petstore ${stage}: the rate limiter's table is missing or not accessible (a deployment fault); keyed requests are answered 503 until it is fixed.`,
-        metric: configFailures,
-        threshold: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }),
-      new Alarm(this, 'LambdaThrottlesAlarm', {
-        alarmDescription: `Petstore ${stage}: Lambda throttled invocations (account or function concurrency exhausted).`,
-        metric: lambdaThrottles,
-        threshold: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }),
-      ...tableThrottles.map(
-        ({ name, metric }) =>
-          new Alarm(this, `${name}ThrottlesAlarm`, {
-            alarmDescription: `Petstore ${stage}: DynamoDB throttled requests on the ${name} table.`,
-            metric,
-            threshold: 1,
-            comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            evaluationPeriods: 1,
-            treatMissingData: TreatMissingData.NOT_BREACHING,
-          }),
+      alarmOnFirst(
+        'RateLimiterConfigFailuresAlarm',
+        `Petstore ${stage}: the rate limiter's table is missing or not accessible (a deployment fault); keyed requests are answered 503 until it is fixed.`,
+        configFailures,
+      ),
+      alarmOnFirst(
+        'LambdaThrottlesAlarm',
+        `Petstore ${stage}: Lambda throttled invocations (account or function concurrency exhausted).`,
+        lambdaThrottles,
+      ),
+      ...tableThrottles.map(({ name, metric }) =>
+        alarmOnFirst(
+          `${name}ThrottlesAlarm`,
+          `Petstore ${stage}: DynamoDB throttled requests on the ${name} table.`,
+          metric,
+        ),
       ),
     ]
     const action = new SnsAction(this.topic)
