@@ -38,6 +38,7 @@ import {
 import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
 import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
+import { PAGE_SIZE, readWholeListing } from '#shared/data/management-listing.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { permissionAdvice } from './management-permissions-config.ts'
 import type { StageOutputs } from './stack-outputs-reader.ts'
@@ -72,8 +73,6 @@ export const CUSTOMER_TAG = 'petstore:customer'
 const ROTATED_FROM_TAG = 'petstore:rotatedFrom'
 
 const CUSTOMER_NAME = /^[a-z0-9][a-z0-9-]{0,39}$/
-const MAX_PAGES = 200
-const PAGE_SIZE = 500
 
 /**
  * The range of a rotation's overlap, checked before any change. At least 5 minutes: the old key's
@@ -313,27 +312,18 @@ export class KeyAdmin {
    * Every page of a listing. A `position` seen before would start the listing over (or loop): that
    * ends the command, naming the listing, rather than acting on part of it.
    */
-  async #all<Item>(
+  #all<Item>(
     listing: string,
     page: (position: string | undefined) => Promise<{ items?: Item[]; position?: string }>,
   ): Promise<Item[]> {
-    const items: Item[] = []
-    const seen = new Set<string>()
-    let position: string | undefined
-    for (let count = 0; count < MAX_PAGES; count += 1) {
-      const result = await page(position)
-      items.push(...(result.items ?? []))
-      if (!result.position) return items
-      if (seen.has(result.position)) {
-        throw new KeyAdminError(
-          `API Gateway's ${listing} listing answered page ${count + 1} with a position it gave before: stopped rather than act on part of the listing; try again`,
-        )
-      }
-      seen.add(result.position)
-      position = result.position
-    }
-    throw new KeyAdminError(
-      `API Gateway's ${listing} listing did not end after ${MAX_PAGES} pages of ${PAGE_SIZE}`,
+    return readWholeListing(page, (failure) =>
+      failure.kind === 'repeated-position'
+        ? new KeyAdminError(
+            `API Gateway's ${listing} listing answered page ${failure.page} with a position it gave before: stopped rather than act on part of the listing; try again`,
+          )
+        : new KeyAdminError(
+            `API Gateway's ${listing} listing did not end after ${failure.pages} pages of ${PAGE_SIZE}`,
+          ),
     )
   }
 

@@ -10,6 +10,7 @@ import {
 } from '@aws-sdk/client-api-gateway'
 import { type PlanLimits, type PlanName, planFromTags } from '#shared/config/plans-config.ts'
 import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
+import { PAGE_SIZE, readWholeListing } from '#shared/data/management-listing.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { type CallPacer, unpaced } from './call-pacer.ts'
 
@@ -30,10 +31,6 @@ export const isPastDisableAfter = (
   const at = Date.parse(value)
   return !Number.isFinite(at) || at <= nowMs
 }
-
-/** API Gateway's largest page; a runaway position chain stops at MAX_PAGES. */
-export const PAGE_SIZE = 500
-const MAX_PAGES = 200
 
 /**
  * Keys a plan lists but the key listing lacks that a run looks up one by one (GetApiKey): a key
@@ -385,27 +382,21 @@ export class ApiGatewayKeySource implements KeySource {
     )
   }
 
-  /**
-   * Every item of a listing; each page is one paced management call. A position that comes back
-   * again fails the read: stopping there would truncate the listing without a word.
-   */
-  async #collect<Item>(
+  /** Every item of a listing; each page is one paced management call. */
+  #collect<Item>(
     listing: string,
     page: (position: string | undefined) => Promise<Page<Item>>,
   ): Promise<Item[]> {
-    const items: Item[] = []
-    const seen = new Set<string>()
-    let position: string | undefined
-    for (let count = 1; count <= MAX_PAGES; count += 1) {
-      await this.#pacer.take()
-      this.#calls += 1
-      const result = await page(position)
-      items.push(...(result.items ?? []))
-      if (!result.position) return items
-      if (seen.has(result.position)) throw new RepeatedPageTokenError(listing, count)
-      seen.add(result.position)
-      position = result.position
-    }
-    throw new Error(`API Gateway's ${listing} listing did not end after ${MAX_PAGES} pages`)
+    return readWholeListing(
+      async (position) => {
+        await this.#pacer.take()
+        this.#calls += 1
+        return page(position)
+      },
+      (failure) =>
+        failure.kind === 'repeated-position'
+          ? new RepeatedPageTokenError(listing, failure.page)
+          : new Error(`API Gateway's ${listing} listing did not end after ${failure.pages} pages`),
+    )
   }
 }
