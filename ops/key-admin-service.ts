@@ -511,6 +511,7 @@ export class KeyAdmin {
     keyHash: string,
     expected: (item: MirrorView | undefined) => boolean,
     made: string,
+    ids: readonly string[],
   ): Promise<void> {
     const fail = (why: string) =>
       new KeyAdminError(`${made} in API Gateway, but ${why}`, { made: true })
@@ -532,7 +533,7 @@ export class KeyAdmin {
         this.#checkpoint()
         let result: KeySyncResult
         try {
-          result = await this.#sync.run(this.#signal)
+          result = await this.#sync.run(ids, this.#signal)
         } catch (error) {
           const failure = retried(error, deadline)
           if (failure) throw failure
@@ -604,6 +605,7 @@ export class KeyAdmin {
         hashApiKey(created.value),
         (item) => grants(item, created.id),
         `Key ${created.id} is created on ${plan.label}`,
+        [created.id, plan.id],
       )
     } catch (error) {
       // The key is made and will work: the message says how to remove it if it is not wanted.
@@ -801,6 +803,7 @@ export class KeyAdmin {
       hashApiKey(key.value),
       (item) => (works ? grants(item, key.id) : item === undefined),
       `Key ${key.id} is ${enabled ? 'enabled' : 'disabled'}`,
+      [key.id],
     )
     return { id: key.id, name: key.name ?? '', plan: plan?.label, works }
   }
@@ -813,6 +816,7 @@ export class KeyAdmin {
       hashApiKey(key.value),
       (item) => item === undefined,
       `Key ${key.id} is revoked (deleted)`,
+      [key.id],
     )
     return { id: key.id, name: key.name ?? '' }
   }
@@ -861,6 +865,7 @@ export class KeyAdmin {
       hashApiKey(key.value),
       (item) => (works ? grants(item, key.id) : item === undefined),
       `Key ${key.id} is moved from ${from} to ${target.label}`,
+      [key.id, target.id, ...(current ? [current.id] : [])],
     )
     return { id: key.id, from: current?.label, to: target.label, works }
   }
@@ -983,6 +988,7 @@ export class KeyAdmin {
       `Key ${created.id} is created on ${plan.label} to replace key ${old.id}${
         disableAfter ? `, which works until ${disableAfter}` : ', which works until revoked'
       },`,
+      [created.id, old.id, plan.id],
     )
     return { created, oldId: old.id, disableAfter }
   }

@@ -15,8 +15,11 @@ export type MirrorView = Pick<
  * (rather than wait for its schedule), then read what the mirror says about the key.
  */
 export interface StageSync {
-  /** `signal` ends a run's wait early (Ctrl-C): a run only reads API Gateway and writes the mirror. */
-  run(signal?: AbortSignal): Promise<KeySyncResult>
+  /**
+   * A run of the stage's sync that reads `ids` (the plan and key ids a change touched) first.
+   * `signal` ends a run's wait early (Ctrl-C): a run only reads API Gateway and writes the mirror.
+   */
+  run(ids: readonly string[], signal?: AbortSignal): Promise<KeySyncResult>
   /** The mirror's item for a key hash; undefined means the key gets 401. */
   mirrored(keyHash: string): Promise<MirrorView | undefined>
 }
@@ -92,7 +95,8 @@ export class LocalStageSync implements StageSync {
     this.#fetch = fetchImpl
   }
 
-  async run(signal?: AbortSignal): Promise<KeySyncResult> {
+  /** The local stage has a handful of plans: every run reads them all, whatever `ids` name. */
+  async run(_ids: readonly string[], signal?: AbortSignal): Promise<KeySyncResult> {
     const response = await this.#fetch(`${this.#origin}/_local/key-sync`, {
       method: 'POST',
       ...(signal ? { signal } : {}),
@@ -119,8 +123,8 @@ export class LocalStageSync implements StageSync {
 }
 
 /**
- * The event the CLI invokes the key-sync function with: any detail-type but a CloudTrail one
- * runs a full sync at once (key-sync-handler.ts); the name shows in the function's log.
+ * The event the CLI invokes the key-sync function with (its detail names the ids a change
+ * touched: the run reads them first, key-sync-handler.ts); the name shows in the function's log.
  */
 export const CLI_SYNC_EVENT = { 'detail-type': 'petstore keys CLI', source: 'petstore.keys-cli' }
 
@@ -147,7 +151,7 @@ export class AwsStageSync implements StageSync {
     this.#options = options
   }
 
-  async run(signal?: AbortSignal): Promise<KeySyncResult> {
+  async run(ids: readonly string[], signal?: AbortSignal): Promise<KeySyncResult> {
     const { functionName } = this.#options
     let answer: InvokeCommandOutput
     try {
@@ -155,7 +159,7 @@ export class AwsStageSync implements StageSync {
         new InvokeCommand({
           FunctionName: functionName,
           InvocationType: 'RequestResponse',
-          Payload: new TextEncoder().encode(JSON.stringify(CLI_SYNC_EVENT)),
+          Payload: new TextEncoder().encode(JSON.stringify({ ...CLI_SYNC_EVENT, detail: { ids } })),
         }),
         signal ? { abortSignal: signal } : {},
       )

@@ -87,6 +87,11 @@ export interface KeySourceSnapshot {
   cursor: string | undefined
   /** Whether this read took the rotation to the last plan. */
   rotationDone: boolean
+  /**
+   * The priority ids this read dealt with: their plans (or, for a key, all its plans) were read,
+   * or there was nothing to read. The others wait for the next run.
+   */
+  namedRead: string[]
   /** Usage plans attached to this API stage (valid or not). */
   stagePlans: number
   /** Stage plans whose tags are missing or invalid: their keys are refused. */
@@ -248,9 +253,12 @@ export class ApiGatewayKeySource implements KeySource {
 
     // Plans named by id first; a key's id stands for the plans it is on (looked up when needed).
     const named = new Set(priorityIds.filter((id) => verdicts.has(id)))
+    const plansOfNamedKey = new Map<string, string[]>()
     for (const id of priorityIds) {
       if (verdicts.has(id) || !keysById.has(id) || this.#pastDeadline(deadlineMs)) continue
-      for (const planId of await this.#stagePlansOfKey(id)) named.add(planId)
+      const planIds = await this.#stagePlansOfKey(id)
+      plansOfNamedKey.set(id, planIds)
+      for (const planId of planIds) named.add(planId)
     }
     const order = onlyNamed ? [...named].sort() : readingOrder([...verdicts.keys()], named, cursor)
     const verdictOfKey = new Map<string, PlanVerdict>()
@@ -305,6 +313,16 @@ export class ApiGatewayKeySource implements KeySource {
       entries.push(mirrorEntry(key.keyHash, keyId, verdict.usagePlanId, verdict))
     }
 
+    const read = new Set(plansRead)
+    // A named id is read when its plan is, or every plan of its key; an id that is neither a
+    // stage plan nor a listed key (a deleted key, another stage's plan) has nothing to read.
+    const namedRead = priorityIds.filter((id) =>
+      verdicts.has(id)
+        ? read.has(id)
+        : keysById.has(id)
+          ? (plansOfNamedKey.get(id)?.every((planId) => read.has(planId)) ?? false)
+          : true,
+    )
     const rotationDone = !onlyNamed && plansRead.length === order.length
     const complete = rotationDone && plansRead.length === verdicts.size
     return {
@@ -320,6 +338,7 @@ export class ApiGatewayKeySource implements KeySource {
       complete,
       cursor: onlyNamed ? cursor : rotationDone ? undefined : rotationCursor,
       rotationDone,
+      namedRead,
       stagePlans: stagePlans.length,
       refusedPlans,
       refusedKeyIds,

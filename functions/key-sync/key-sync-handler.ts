@@ -30,8 +30,10 @@ import { decideRemovals, type GroupDecision, WHOLE_MIRROR } from './removal-guar
 
 /**
  * What invokes the sync: the EventBridge schedule ("Scheduled Event"), an API Gateway management
- * call ("AWS API Call via CloudTrail", source aws.apigateway), the deploy (a CloudFormation custom
- * resource event), or an operator confirming a held removal (`{"confirmRemovals": [<key id>...]}`).
+ * call ("AWS API Call via CloudTrail", source aws.apigateway), the keys CLI after a change (its
+ * detail names the plan and key ids it changed, `{"ids": [...]}`), the deploy (a CloudFormation
+ * custom resource event), or an operator confirming a held removal
+ * (`{"confirmRemovals": [<key id>...]}`).
  * Only the trigger's name is logged (CloudTrail details may carry key data).
  */
 export type KeySyncEvent =
@@ -173,6 +175,14 @@ const idsIn = (requestParameters: unknown): string[] => {
   return [...ids].sort()
 }
 
+/** The ids an invoker names in `detail.ids` (plan and key ids only; anything else is dropped). */
+const invokerIds = (detail: unknown): string[] => {
+  const ids = (detail as { ids?: unknown } | null | undefined)?.ids
+  return Array.isArray(ids)
+    ? [...new Set(ids.filter((id): id is string => typeof id === 'string' && ID_PATTERN.test(id)))]
+    : []
+}
+
 const isConfirmation = (event: unknown): event is { confirmRemovals: unknown } =>
   typeof event === 'object' && event !== null && 'confirmRemovals' in event
 
@@ -229,6 +239,7 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
       complete: snapshot.complete,
       plansRead,
       validPlans,
+      keyIds: new Set(snapshot.namedRead),
     })
     const moved = await movedEntries(snapshot, diff.staleItems)
     const movedHashes = new Set(moved.map(({ keyHash }) => keyHash))
@@ -399,7 +410,8 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
       flushPending,
       stageIds,
       lastSuccessAt: startedAt,
-      pendingIds: taken,
+      // Ids this run could not get to (its budget ran out) stay pending for the next.
+      pendingIds: first.snapshot.namedRead,
     })
     logger.info('Key mirror synced', {
       trigger,
@@ -540,6 +552,10 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
         await state.addPending(ids)
         return sync(trigger, context, undefined, ids.length > 0)
       }
-      return sync(trigger, context)
+      // An invoker that made a change (the keys CLI) names its plan and key ids: they are read
+      // first, at any plan count, as an event's are.
+      const ids = invokerIds(event.detail)
+      await state.addPending(ids)
+      return sync(trigger, context, undefined, ids.length > 0)
     })
 }

@@ -40,12 +40,14 @@ export interface StaleItem {
 
 /**
  * Which mirrored keys a run's entries speak for: all of them after a read of every plan, else
- * those of the plans read and of plans that are no longer valid stage plans.
+ * those of the plans read, of plans that are no longer valid stage plans, and the keys named by
+ * id whose plans were read (a deleted key has none left to read).
  */
 export interface DiffScope {
   complete: boolean
   plansRead: ReadonlySet<string>
   validPlans: ReadonlySet<string>
+  keyIds?: ReadonlySet<string>
 }
 
 /** How the mirror differs from what API Gateway says now (see KeyMirrorRepository.diff). */
@@ -151,7 +153,8 @@ export class KeyMirrorRepository {
       scope === undefined ||
       scope.complete ||
       scope.plansRead.has(String(item.usagePlanId)) ||
-      !scope.validPlans.has(String(item.usagePlanId))
+      !scope.validPlans.has(String(item.usagePlanId)) ||
+      scope.keyIds?.has(String(item.keyId)) === true
     const staleItems = [...existing]
       .filter(([keyHash, item]) => !wanted.has(keyHash) && inScope(item))
       .sort(([a], [b]) => a.localeCompare(b))

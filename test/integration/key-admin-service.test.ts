@@ -71,10 +71,13 @@ class MirrorSync implements StageSync {
   /** Results to answer with instead of a run (a run in progress, a held removal...). */
   scripted: Partial<KeySyncResult>[] = []
   runs = 0
+  /** The ids each run was asked to read first. */
+  readonly named: (readonly string[])[] = []
   constructor(readonly source: ApiGatewayKeySource) {}
 
-  async run(): Promise<KeySyncResult> {
+  async run(ids: readonly string[]): Promise<KeySyncResult> {
     this.runs += 1
+    this.named.push(ids)
     const scripted = this.scripted.shift()
     if (scripted) return { ...IDLE_RESULT, ...scripted }
     const { entries } = await this.source.read()
@@ -157,6 +160,18 @@ describe('keys CLI operations', () => {
       usagePlanId: planIdOf('petstore-local-pro'),
     })
     expect(store.apiKey(key.id)).toMatchObject({ name: 'alice', enabled: true })
+  })
+
+  it('names the key and plan ids each change touched to the sync, which reads them first', async () => {
+    const admin = adminWith()
+    const key = await admin.createKey({ selector: { plan: 'pro' }, name: 'named' })
+    const pro = planIdOf('petstore-local-pro')
+    const free = planIdOf('petstore-local-free')
+    expect(sync.named.at(-1)).toEqual([key.id, pro])
+    await admin.move(key.id, { plan: 'free' })
+    expect(sync.named.at(-1)).toEqual([key.id, free, pro])
+    await admin.setEnabled(key.id, false)
+    expect(sync.named.at(-1)).toEqual([key.id])
   })
 
   it('deletes a key it could not attach, so none lingers towards the ceiling', async () => {
@@ -258,10 +273,10 @@ describe('keys CLI operations', () => {
     expect(sync.mirror.has(hashApiKey(rotated.created.value))).toBe(true)
 
     now = Date.parse(rotated.disableAfter as string) - 1
-    await sync.run()
+    await sync.run([])
     expect(sync.mirror.has(hashApiKey(old.value))).toBe(true)
     now += 1
-    await sync.run()
+    await sync.run([])
     expect(sync.mirror.has(hashApiKey(old.value))).toBe(false)
     expect(sync.mirror.has(hashApiKey(rotated.created.value))).toBe(true)
   })
@@ -273,7 +288,7 @@ describe('keys CLI operations', () => {
     expect(rotated.disableAfter).toBeUndefined()
     expect(store.apiKey(old.id).tags).toEqual({})
     now += 365 * 86_400_000
-    await sync.run()
+    await sync.run([])
     expect(sync.mirror.has(hashApiKey(old.value))).toBe(true)
   })
 
@@ -338,12 +353,12 @@ describe('waiting for the mirror', () => {
   it('runs the sync again after a failed run, and says so when runs keep failing', async () => {
     const read = sync.run.bind(sync)
     let failures = 1
-    sync.run = async () => {
+    sync.run = async (ids) => {
       if (failures > 0) {
         failures -= 1
         throw new InconsistentKeyReadError(['k-missing'])
       }
-      return read()
+      return read(ids)
     }
     const key = await adminWith().createKey({ selector: { plan: 'free' }, name: 'eventually' })
     expect(sync.mirror.has(hashApiKey(key.value))).toBe(true)
@@ -434,9 +449,9 @@ describe('what no retry cures ends the command at once', () => {
     const key = await adminWith().createKey({ selector: { plan: 'free' }, name: 'tom' })
     const run = sync.run.bind(sync)
     let throttles = 2
-    sync.run = async () => {
+    sync.run = async (ids) => {
       if (throttles-- > 0) throw new SyncFailure('Lambda throttled the key sync', true)
-      return run()
+      return run(ids)
     }
     expect(await adminWith().setEnabled(key.id, false)).toMatchObject({ works: false })
     expect(sleeps).toEqual([2_000, 2_000])
@@ -647,9 +662,9 @@ describe('a rotation interrupted or refused at any step', () => {
     const interrupt = new AbortController()
     sync.scripted = [{ skipped: 'lease-held' }]
     const run = sync.run.bind(sync)
-    sync.run = async () => {
+    sync.run = async (ids) => {
       interrupt.abort()
-      return run()
+      return run(ids)
     }
     const handedOut: { id: string; value: string }[] = []
     const error = await adminWith({ signal: interrupt.signal })

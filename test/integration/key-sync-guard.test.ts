@@ -248,3 +248,37 @@ describe('a guard per plan', () => {
     expect(await mirrored()).toEqual(ALL_KEYS.filter((id) => !PRO_KEYS.includes(id)))
   })
 })
+
+describe('a change named by id', () => {
+  const named = (ids: string[]) =>
+    sync.handler(
+      { 'detail-type': 'petstore keys CLI', source: 'petstore.keys-cli', detail: { ids } } as never,
+      keySyncContext(),
+    )
+
+  // Ids as API Gateway makes them (10 lower-case letters and digits): what events and the CLI name.
+  beforeEach(async () => {
+    gateway.addKey('k4abcdefgh', 'plan-pro')
+    gateway.addKey('k5abcdefgh', 'plan-pro')
+    await run()
+  })
+
+  it('takes a deleted key out without reading any plan: its id is all the run needs', async () => {
+    gateway.keys.delete('k4abcdefgh')
+    gateway.detach('k4abcdefgh', 'plan-pro')
+
+    expect(await named(['k4abcdefgh'])).toMatchObject({ deleted: 1, plansRead: 0 })
+
+    expect(await sync.mirror.get(hashApiKey(keyValueOf('k4abcdefgh')))).toBeUndefined()
+    expect(await mirroredKeyIds()).toEqual(KEYS)
+    expect(await sync.state.get()).not.toHaveProperty('pendingIds')
+  })
+
+  it('reads the plans of a disabled key it names, and no other', async () => {
+    gateway.addPlan('plan-free', { tags: planTags('free') })
+    gateway.setEnabled('k5abcdefgh', false)
+
+    expect(await named(['k5abcdefgh'])).toMatchObject({ deleted: 1, plansRead: 1 })
+    expect(await sync.mirror.get(hashApiKey(keyValueOf('k5abcdefgh')))).toBeUndefined()
+  })
+})

@@ -18,7 +18,7 @@ import { type KeySyncResult, keySyncHandler } from '#functions/key-sync/key-sync
 import { runKeysCommand } from '#ops/keys-command.ts'
 import { smokeKeys } from '#ops/smoke-command.ts'
 import { stageOutputsFrom } from '#ops/stack-outputs-reader.ts'
-import type { MirrorView, StageSync } from '#ops/stage-sync-client.ts'
+import { CLI_SYNC_EVENT, type MirrorView, type StageSync } from '#ops/stage-sync-client.ts'
 import { openDeployedStage, type StageTarget } from '#ops/stage-target-resolver.ts'
 import {
   CONTROL_SECRET_VARIABLE,
@@ -304,9 +304,10 @@ class InProcessSync implements StageSync {
     readonly mirror: KeyMirrorRepository,
   ) {}
 
-  async run(): Promise<KeySyncResult> {
+  /** The event the CLI's Lambda invoke sends, to the same handler. */
+  async run(ids: readonly string[]): Promise<KeySyncResult> {
     return (await this.handler(
-      { 'detail-type': 'petstore keys CLI', source: 'petstore.keys-cli' } as never,
+      { ...CLI_SYNC_EVENT, detail: { ids } } as never,
       keySyncContext('petstore-staging-key-sync'),
     )) as KeySyncResult
   }

@@ -168,6 +168,28 @@ describe('ApiGatewayKeySource', () => {
     expect(await source.read({})).toMatchObject({ complete: true, cursor: undefined })
   })
 
+  it('says which named ids it read: a key whose plans it had no time to look up waits', async () => {
+    for (const id of ['p1', 'p2']) gateway.addPlan(id, { tags: planTags('free') })
+    gateway.addKey('k1', 'p1')
+    const source = new ApiGatewayKeySource({
+      client: gateway.client,
+      restApiId: FAKE_API_ID,
+      stage: FAKE_STAGE,
+      clock: () => 10_000,
+    })
+
+    const snapshot = await source.read({
+      deadlineMs: 0,
+      priorityIds: ['k1', 'p2', 'gone123456'],
+      onlyNamed: true,
+    })
+
+    // The first plan is always read; the key's lookup is past the deadline; an unknown id has
+    // nothing to read.
+    expect(snapshot.plansRead).toEqual(['p2'])
+    expect(snapshot.namedRead).toEqual(['p2', 'gone123456'])
+  })
+
   it('reads the plans events named first: by plan id, or by the id of a key on them', async () => {
     for (const id of ['p1', 'p2', 'p3']) gateway.addPlan(id, { tags: planTags('free') })
     gateway.addKey('k3', 'p3')

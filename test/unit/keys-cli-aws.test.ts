@@ -164,15 +164,15 @@ describe("a deployed stage's sync and mirror", () => {
       mirror: { get: async () => item },
       tableName: DATA_OUTPUTS.KeyMirrorTableName,
     })
-    expect(await sync.run()).toEqual(result)
+    expect(await sync.run(['k1', 'planpro'])).toEqual(result)
     const [call] = mock.commandCalls(InvokeCommand)
     expect(call?.args[0].input).toMatchObject({
       FunctionName: API_OUTPUTS.KeySyncFunctionName,
       InvocationType: 'RequestResponse',
     })
     const sent = JSON.parse(new TextDecoder().decode(call?.args[0].input.Payload as Uint8Array))
-    // Not a CloudTrail event: the handler runs a whole sync at once for it.
-    expect(sent).toEqual(CLI_SYNC_EVENT)
+    // Not a CloudTrail event; it names what the change touched, for the run to read first.
+    expect(sent).toEqual({ ...CLI_SYNC_EVENT, detail: { ids: ['k1', 'planpro'] } })
     expect(sent['detail-type']).not.toBe('AWS API Call via CloudTrail')
     expect(await sync.mirrored(item.keyHash)).toEqual({
       keyId: 'k1',
@@ -203,7 +203,7 @@ describe("a deployed stage's sync and mirror", () => {
       mirror: { get: async () => undefined },
       tableName: DATA_OUTPUTS.KeyMirrorTableName,
     })
-    await expect(sync.run()).rejects.toThrow('The key sync failed: Inconsistent read')
+    await expect(sync.run([])).rejects.toThrow('The key sync failed: Inconsistent read')
     expect(await sync.mirrored('b'.repeat(64))).toBeUndefined()
   })
 })
@@ -254,7 +254,7 @@ describe('what the sync step retries, and what it ends the command with', () => 
     ],
   ])('an invoke refused for %s', async (_, error, message, retryable) => {
     const sync = syncInvoking((mock) => mock.on(InvokeCommand).rejects(error))
-    expect(await failureOf(sync.run())).toEqual({ message, retryable })
+    expect(await failureOf(sync.run([]))).toEqual({ message, retryable })
   })
 
   it.each([
@@ -274,7 +274,7 @@ describe('what the sync step retries, and what it ends the command with', () => 
           ) as never,
         }),
       )
-      expect(await failureOf(sync.run())).toEqual({
+      expect(await failureOf(sync.run([]))).toEqual({
         message: `The key sync failed: what the run said (${errorType}; see the key-sync log)`,
         retryable,
       })
