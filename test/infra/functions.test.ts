@@ -3,13 +3,13 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { builtinModules } from 'node:module'
 import { join } from 'node:path'
 import type { Template } from 'aws-cdk-lib/assertions'
-import { buildSync } from 'esbuild'
 import { describe, expect, it } from 'vitest'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import { ROUTES, tableAccessOf } from '#shared/config/routes-config.ts'
 import { TABLE_ACCESS_LEVELS, type TableGrant } from '#shared/config/table-access-config.ts'
 import { PET_TABLE } from '#shared/data/table-keys.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
+import { moduleGraph } from '#test/support/module-graph.ts'
 import {
   appAssemblyDir,
   appStage,
@@ -331,21 +331,10 @@ describe('bundles', () => {
     return join(assemblyDir, `asset.${S3Key.replace(/\.zip$/, '')}`)
   }
   /** The module's own import statements and import() calls, as esbuild parses them. */
-  const importsOf = (file: string): string[] => {
-    const { metafile } = buildSync({
-      entryPoints: [file],
-      bundle: true,
-      write: false,
-      metafile: true,
-      platform: 'node',
-      format: 'esm',
-      packages: 'external',
-      logLevel: 'silent',
-    })
-    return Object.values(metafile.inputs)
+  const importsOf = (file: string): string[] =>
+    Object.values(moduleGraph(file).inputs)
       .flatMap((input) => input.imports.map((entry) => entry.path))
       .sort()
-  }
 
   it.each(SERVICES)('%s: minified ESM with a source map and the AWS SDK inside', (service) => {
     const dir = bundleDirOf(service)

@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { buildSync } from 'esbuild'
 import { describe, expect, it } from 'vitest'
+import { moduleGraph } from '#test/support/module-graph.ts'
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url))
 const CLIS = readdirSync(`${repoRoot}ops`).filter((name) => name.endsWith('-cli.ts'))
@@ -13,18 +13,7 @@ const CLIS = readdirSync(`${repoRoot}ops`).filter((name) => name.endsWith('-cli.
  */
 describe('operator tools', () => {
   it.each(CLIS)('ops/%s loads nothing from local/ or test/', (cli) => {
-    const { metafile } = buildSync({
-      entryPoints: [`${repoRoot}ops/${cli}`],
-      absWorkingDir: repoRoot,
-      bundle: true,
-      write: false,
-      metafile: true,
-      platform: 'node',
-      format: 'esm',
-      packages: 'external',
-      logLevel: 'silent',
-    })
-    const loaded = Object.keys(metafile.inputs)
+    const loaded = Object.keys(moduleGraph(`${repoRoot}ops/${cli}`, repoRoot).inputs)
     expect(loaded).toContain(`ops/${cli}`)
     expect(loaded.filter((file) => /^(local|test)\//.test(file))).toEqual([])
   })
