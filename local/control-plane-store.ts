@@ -174,8 +174,11 @@ export class ControlPlaneStore {
   readonly #clock: Clock
   /** Whole milliseconds, as the file keeps dates (a test's clock may have fractions). */
   #now = () => Math.floor(this.#clock())
-  /** Called after every change is saved: the local key sync's trigger. */
-  onChange: () => void = () => undefined
+  /**
+   * Called after every change is saved, with the plan and key ids the request named (as the
+   * change's CloudTrail event names them on AWS): the local key sync's trigger.
+   */
+  onChange: (ids: readonly string[]) => void = () => undefined
   #state: State
   #saving: Promise<void> = Promise.resolve()
 
@@ -291,7 +294,7 @@ export class ControlPlaneStore {
     }
     next.lastUpdatedDate = this.#now()
     Object.assign(key, readable(ApiKeySchema, next))
-    await this.#changed()
+    await this.#changed([id])
     return key
   }
 
@@ -300,7 +303,7 @@ export class ControlPlaneStore {
     this.apiKey(id)
     this.#state.apiKeys = this.#state.apiKeys.filter((key) => key.id !== id)
     this.#state.usagePlanKeys = this.#state.usagePlanKeys.filter((entry) => entry.keyId !== id)
-    await this.#changed()
+    await this.#changed([id])
   }
 
   async createUsagePlan(input: CreateUsagePlanInput): Promise<StoredUsagePlan> {
@@ -369,7 +372,7 @@ export class ControlPlaneStore {
     }
     checkPlanNumbers(next)
     Object.assign(plan, readable(UsagePlanSchema, next))
-    await this.#changed()
+    await this.#changed([id])
     return plan
   }
 
@@ -377,7 +380,7 @@ export class ControlPlaneStore {
     this.usagePlan(id)
     this.#state.usagePlans = this.#state.usagePlans.filter((plan) => plan.id !== id)
     this.#state.usagePlanKeys = this.#state.usagePlanKeys.filter((e) => e.usagePlanId !== id)
-    await this.#changed()
+    await this.#changed([id])
   }
 
   /**
@@ -404,7 +407,7 @@ export class ControlPlaneStore {
       }
     }
     this.#state.usagePlanKeys.push({ usagePlanId, keyId })
-    await this.#changed()
+    await this.#changed([usagePlanId, keyId])
     return key
   }
 
@@ -413,20 +416,20 @@ export class ControlPlaneStore {
     this.#state.usagePlanKeys = this.#state.usagePlanKeys.filter(
       (entry) => entry.usagePlanId !== usagePlanId || entry.keyId !== keyId,
     )
-    await this.#changed()
+    await this.#changed([usagePlanId, keyId])
   }
 
   /** TagResource on an API key or usage plan (`/apikeys/{id}` or `/usageplans/{id}`). */
   async tag(resource: string, tags: Record<string, string>): Promise<void> {
     const target = this.#taggable(resource)
     target.tags = readable(TagsSchema, { ...target.tags, ...tags })
-    await this.#changed()
+    await this.#changed([idOf(resource)])
   }
 
   async untag(resource: string, keys: string[]): Promise<void> {
     const target = this.#taggable(resource)
     target.tags = Object.fromEntries(Object.entries(target.tags).filter(([k]) => !keys.includes(k)))
-    await this.#changed()
+    await this.#changed([idOf(resource)])
   }
 
   tagsOf(resource: string): Record<string, string> {
@@ -440,16 +443,19 @@ export class ControlPlaneStore {
   }
 
   /** Saves, then tells the owner: a sync started by the change reads the saved state. */
-  async #changed(): Promise<void> {
+  async #changed(ids: readonly string[] = []): Promise<void> {
     const file = this.file
     if (file) {
       const text = `${JSON.stringify(this.#state, null, 2)}\n`
       this.#saving = this.#saving.then(() => writeWhole(file, text))
       await this.#saving
     }
-    this.onChange()
+    this.onChange(ids)
   }
 }
+
+/** The id in a tagged resource's path (`/apikeys/<id>`, `/usageplans/<id>`). */
+const idOf = (resource: string): string => resource.slice(resource.lastIndexOf('/') + 1)
 
 /**
  * A record as the file's reader would read it back, or a 400: nothing the next start would stop

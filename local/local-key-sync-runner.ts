@@ -12,7 +12,7 @@ import {
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
-import type { Clock } from '#shared/time/clock.ts'
+import type { Clock, Timers } from '#shared/time/clock.ts'
 import { LOCAL_API_STAGE } from './control-plane-store.ts'
 
 /**
@@ -36,15 +36,28 @@ export interface LocalKeySyncOptions {
   tableName: string
   logger: AppLogger
   clock: Clock
+  /**
+   * What starts a change's run. A test that moves `clock` passes timers it fires itself: a run
+   * started by a real timer while the test moves the clock would see its budget end mid-read.
+   */
+  timers: Timers
   /** The schedule; 0 runs only on changes and when asked (tests drive runs themselves). */
   intervalMs: number
 }
 
 export interface LocalKeySync {
-  /** A run that starts after this call (joining one queued behind the run in progress). */
+  /**
+   * A run that starts after this call (joining one queued behind the run in progress). It reads
+   * first what every change before it named.
+   */
   run(): Promise<KeySyncResult>
-  /** A control-plane change: a run follows shortly. */
-  changed(): void
+  /** A control-plane change naming the plan and key ids its request named: a run follows shortly. */
+  changed(ids: readonly string[]): void
+  /**
+   * Resolves once the changes made so far are synced by their own runs: no change waits for its
+   * timer and no run is in progress or queued. Tests wait on it instead of polling on a deadline.
+   */
+  settled(): Promise<void>
   /** Stops the schedule and waits for a run in progress. */
   stop(): Promise<void>
 }
@@ -95,7 +108,16 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
       throw new Error('There is no CloudFormation locally')
     },
   })
-  const invoke = (trigger: string) =>
+  // Ids the control plane's changes named that no run has taken yet. Each run takes them as it
+  // starts and names them in its event, as a CloudTrail event or the keys CLI names its ids on
+  // AWS, so the run reads their plans first wherever the rotation stands.
+  let named = new Set<string>()
+  const takeNamed = (): string[] => {
+    const ids = [...named].sort()
+    named = new Set()
+    return ids
+  }
+  const invoke = (trigger: string, ids: readonly string[]) =>
     handler(
       {
         version: '0',
@@ -106,7 +128,7 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
         time: new Date(options.clock()).toISOString(),
         region: 'local',
         resources: [],
-        detail: {},
+        detail: ids.length > 0 ? { ids } : {},
       } satisfies EventBridgeEvent<string, unknown>,
       lambdaContext(),
     )
@@ -117,7 +139,7 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
   let queued: Promise<KeySyncResult> | undefined
   const run = (trigger = 'Local control plane'): Promise<KeySyncResult> => {
     if (!running) {
-      running = invoke(trigger).finally(() => {
+      running = invoke(trigger, takeNamed()).finally(() => {
         running = undefined
       })
       return running
@@ -135,7 +157,10 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
     run(trigger).catch(() => undefined)
   }
 
-  let changeTimer: NodeJS.Timeout | undefined
+  let changeTimer: unknown
+  // Resolved when the pending change timer has started its run.
+  let changeFired: Promise<void> | undefined
+  let fired: () => void = () => undefined
   let stopped = false
   const schedule =
     options.intervalMs > 0
@@ -143,17 +168,34 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
       : undefined
   return {
     run: () => run(),
-    changed: () => {
+    changed: (ids) => {
       if (stopped) return
-      changeTimer ??= setTimeout(() => {
+      for (const id of ids) named.add(id)
+      if (changeTimer !== undefined) return
+      changeFired = new Promise((resolveFired) => {
+        fired = resolveFired
+      })
+      changeTimer = options.timers.setTimeout(() => {
         changeTimer = undefined
         quietly('Local control plane change')
+        fired()
       }, CHANGE_COALESCE_MS)
+    },
+    settled: async () => {
+      while (changeTimer !== undefined || running || queued) {
+        await Promise.allSettled([
+          changeTimer !== undefined ? changeFired : undefined,
+          running,
+          queued,
+        ])
+      }
     },
     stop: async () => {
       stopped = true
       clearInterval(schedule)
-      clearTimeout(changeTimer)
+      if (changeTimer !== undefined) options.timers.clearTimeout(changeTimer)
+      changeTimer = undefined
+      fired()
       await Promise.allSettled([running, queued])
       client.destroy()
     },

@@ -17,7 +17,7 @@ import {
   petTableDefinition,
   rateLimitTableDefinition,
 } from '#shared/data/table-keys.ts'
-import { type Clock, systemClock } from '#shared/time/clock.ts'
+import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
 import { AuthorizerCache } from './authorizer-cache.ts'
 import { bootstrapControlPlane, type LocalKeys, localOutputs } from './control-plane-bootstrap.ts'
 import {
@@ -71,6 +71,8 @@ export interface LocalServer {
   controlSecret: string
   /** Runs the local key sync now (after any change made so far) and returns what it did. */
   syncKeys(): Promise<KeySyncResult>
+  /** Waits for the runs the control plane's changes so far started themselves to finish. */
+  keySyncSettled(): Promise<void>
   /** The DynamoDB endpoint the functions use. */
   endpoint: string
   /** True when the endpoint is the embedded DynamoDB of this server. */
@@ -123,19 +125,23 @@ const listen = (server: Server, config: LocalConfig) =>
     server.listen(config.port, config.host, () => resolveListen(server.address() as AddressInfo))
   })
 
-export interface StartLocalOptions {
+interface StartLocalSettings {
   /** Another usage-plan backstop than the deployed one (tests force the gateway's own 429s). */
   backstopFor?: BackstopFor
-  /**
-   * The gateway's time (token buckets, DAY quota, authorizer cache). The functions read
-   * Date.now, so a test that moves time fakes Date rather than passing a clock here.
-   */
-  clock?: Clock
   /** Failed authentications per address and minute before it is refused (tests raise it). */
   failedAuthLimit?: number
   /** The local key sync's schedule in ms; 0: only on changes (tests drive the runs). */
   keySyncIntervalMs?: number
 }
+
+/**
+ * A clock comes with the timers that read it: the gateway's time (token buckets, DAY quota,
+ * authorizer cache) and the key sync's budget follow `clock`, and a change's sync run starts on
+ * `timers`, which a test that moves the clock fires itself (or never, running syncs itself). The
+ * functions read Date.now, so a test that moves their time fakes Date instead.
+ */
+export type StartLocalOptions = StartLocalSettings &
+  ({ clock?: undefined; timers?: undefined } | { clock: Clock; timers: Timers })
 
 /**
  * API Gateway's REST API quota "Total combined size of all header values, including header names,
@@ -307,9 +313,10 @@ export const startLocal = async (
       tableName: keyMirrorTable,
       logger,
       clock,
+      timers: options.timers ?? systemTimers,
       intervalMs: options.keySyncIntervalMs ?? LOCAL_KEY_SYNC_INTERVAL_MS,
     })
-    store.onChange = () => keySync?.changed()
+    store.onChange = (ids) => keySync?.changed(ids)
     // Every key works before the server is announced: the first sync has filled the mirror.
     await keySync.run()
   } catch (error) {
@@ -323,6 +330,7 @@ export const startLocal = async (
     managementEndpoint,
     controlSecret,
     syncKeys: () => started.run(),
+    keySyncSettled: () => started.settled(),
     endpoint,
     embedded: embedded !== undefined,
     stop,

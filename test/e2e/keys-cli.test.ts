@@ -58,15 +58,9 @@ const policyOf = async (key: string) => {
   return response.headers.get('ratelimit-policy')
 }
 
-/** Polls until `status` answers, for at most a second; the last status seen. */
-const statusWithinASecond = async (key: string, status: number) => {
-  const api = apiClient(server.baseUrl, key)
-  const started = Date.now()
-  let seen = (await api.get('/pets?limit=1')).status
-  while (seen !== status && Date.now() - started < 1_000)
-    seen = (await api.get('/pets?limit=1')).status
-  return seen
-}
+/** The status a key gets on its next request (the CLI says a change applies when it returns). */
+const statusNow = async (key: string) =>
+  (await apiClient(server.baseUrl, key).get('/pets?limit=1')).status
 
 describe('npm run keys, locally', () => {
   it('prints a key that works on its first request (the real CLI process)', async () => {
@@ -84,22 +78,22 @@ describe('npm run keys, locally', () => {
     expect(first.headers.get('x-ratelimit-limit')).toBe('300')
   })
 
-  it('refuses a disabled key within a second, and takes it back when enabled', async () => {
+  it('refuses a disabled key as soon as the command returns, and takes it back when enabled', async () => {
     const { key, id } = await created('--plan', 'free', '--name', 'bob')
     expect((await apiClient(server.baseUrl, key).get('/pets')).status).toBe(200)
     expect((await keys('disable', id)).code).toBe(0)
-    expect(await statusWithinASecond(key, 401)).toBe(401)
+    expect(await statusNow(key)).toBe(401)
     expect((await keys('enable', 'bob')).code).toBe(0)
     expect((await apiClient(server.baseUrl, key).get('/pets')).status).toBe(200)
   })
 
-  it('refuses a revoked key within a second', async () => {
+  it('refuses a revoked key as soon as the command returns', async () => {
     const { key, id } = await created('--plan', 'business', '--name', 'carol')
     expect((await apiClient(server.baseUrl, key).get('/pets')).status).toBe(200)
     const revoked = await keys('revoke', id)
     expect(revoked.code).toBe(0)
     expect(revoked.stderr).toContain(`revoked (deleted) key ${id}: it gets 401 now`)
-    expect(await statusWithinASecond(key, 401)).toBe(401)
+    expect(await statusNow(key)).toBe(401)
     expect((await keys('revoke', id)).code).toBe(1)
   })
 
@@ -112,7 +106,7 @@ describe('npm run keys, locally', () => {
     for (const key of [old.key, fresh, old.key, fresh])
       expect(await policyOf(key)).toContain('q=300')
     expect((await keys('revoke', old.id)).code).toBe(0)
-    expect(await statusWithinASecond(old.key, 401)).toBe(401)
+    expect(await statusNow(old.key)).toBe(401)
     expect((await apiClient(server.baseUrl, fresh).get('/pets')).status).toBe(200)
   })
 
@@ -256,10 +250,10 @@ describe('npm run keys, locally', () => {
       // The scheduled sync's part: then the key works, until the command named revokes it
       // (here against the server itself: the proxy refuses every sync).
       await server.syncKeys()
-      expect(await statusWithinASecond(value, 200)).toBe(200)
+      expect(await statusNow(value)).toBe(200)
       const revoked = await keys('revoke', id)
       expect(revoked.code, revoked.stderr).toBe(0)
-      expect(await statusWithinASecond(value, 401)).toBe(401)
+      expect(await statusNow(value)).toBe(401)
     } finally {
       await failingSync.close()
     }

@@ -23,7 +23,8 @@ import {
  * SDK itself, no CLI waiting on anything) reaches the key mirror through the real key sync, which
  * flushes the authorizer cache; the authorizer reads only the mirror. With production's 300 s
  * cache TTL, only the flush makes a revocation apply at once. No schedule runs in tests: the
- * control plane's own change trigger is what is measured, with a one-second bound.
+ * control plane's own change trigger is what is tested. The test waits for the runs that trigger
+ * started (keySyncSettled), never on a deadline, then asks once.
  */
 let server: InProcessServer
 let client: APIGatewayClient
@@ -48,15 +49,10 @@ afterAll(async () => {
   await server?.stop()
 })
 
-/** Polls until `status` answers, for at most a second; the last status it saw. */
-const statusWithinASecond = async (key: string, status: number): Promise<number> => {
-  const api = apiClient(server.baseUrl, key)
-  const started = Date.now()
-  let seen = (await api.get('/pets?limit=1')).status
-  while (seen !== status && Date.now() - started < 1_000) {
-    seen = (await api.get('/pets?limit=1')).status
-  }
-  return seen
+/** The status a key gets once the sync runs the changes so far started have finished. */
+const statusOnceSynced = async (key: string): Promise<number> => {
+  await server.keySyncSettled()
+  return (await apiClient(server.baseUrl, key).get('/pets?limit=1')).status
 }
 
 const newProKey = async (name: string) => {
@@ -76,9 +72,9 @@ const mirrorItem = async (value: string) => {
 }
 
 describe('a key changed through the management API', () => {
-  it('works within a second of being created and attached, with its plan from the mirror', async () => {
+  it('works once its change is synced, after being created and attached, with its plan from the mirror', async () => {
     const key = await newProKey('created')
-    expect(await statusWithinASecond(key.value, 200)).toBe(200)
+    expect(await statusOnceSynced(key.value)).toBe(200)
     const answer = await apiClient(server.baseUrl, key.value).get('/pets?limit=1')
     expect(answer.headers.get('ratelimit-policy')).toBe(
       '"minute";q=300;w=60, "day";q=10000;w=86400',
@@ -91,24 +87,24 @@ describe('a key changed through the management API', () => {
     })
   })
 
-  it('is refused within a second of being disabled, despite a cached Allow', async () => {
+  it('is refused once its change is synced, after being disabled, despite a cached Allow', async () => {
     const key = await newProKey('disabled')
-    expect(await statusWithinASecond(key.value, 200)).toBe(200)
+    expect(await statusOnceSynced(key.value)).toBe(200)
     await client.send(
       new UpdateApiKeyCommand({
         apiKey: key.id,
         patchOperations: [{ op: 'replace', path: '/enabled', value: 'false' }],
       }),
     )
-    expect(await statusWithinASecond(key.value, 401)).toBe(401)
+    expect(await statusOnceSynced(key.value)).toBe(401)
     expect(await mirrorItem(key.value)).toBeUndefined()
   })
 
-  it('is refused within a second of being deleted, despite a cached Allow', async () => {
+  it('is refused once its change is synced, after being deleted, despite a cached Allow', async () => {
     const key = await newProKey('deleted')
-    expect(await statusWithinASecond(key.value, 200)).toBe(200)
+    expect(await statusOnceSynced(key.value)).toBe(200)
     await client.send(new DeleteApiKeyCommand({ apiKey: key.id }))
-    expect(await statusWithinASecond(key.value, 401)).toBe(401)
+    expect(await statusOnceSynced(key.value)).toBe(401)
   })
 
   it('is refused while on no plan of the stage, however enabled', async () => {
@@ -121,7 +117,7 @@ describe('a key changed through the management API', () => {
 describe('a second local server in the same process', () => {
   it('has function instances of its own: each server accepts its own keys and only those', async () => {
     const mine = await newProKey('first-server')
-    expect(await statusWithinASecond(mine.value, 200)).toBe(200)
+    expect(await statusOnceSynced(mine.value)).toBe(200)
     const otherKey = 'second-server-key-0123456789abcdef'
     const other = await startInProcessServer({ PETSTORE_API_KEYS: `free:${otherKey}` })
     try {

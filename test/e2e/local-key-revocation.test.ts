@@ -14,6 +14,7 @@ import { LOCAL_TABLES } from '#local/local-environment.ts'
 import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
+import { heldTimers } from '#test/support/held-timers.ts'
 import { type LaggingReadProxy, startLaggingReadProxy } from '#test/support/lagging-read-proxy.ts'
 import {
   apiClient,
@@ -53,8 +54,9 @@ beforeAll(async () => {
       PETSTORE_API_KEYS: '',
       PETSTORE_AUTHORIZER_CACHE_TTL: String(TTL_SECONDS),
     },
-    // Sending with a revoked key is a stream of failed authentications from one address.
-    { clock, failedAuthLimit: 100_000 },
+    // Sending with a revoked key is a stream of failed authentications from one address. The
+    // test moves the clock, so it starts every sync run itself.
+    { clock, timers: heldTimers(), failedAuthLimit: 100_000 },
   )
   client = new APIGatewayClient({
     endpoint: server.managementEndpoint,

@@ -72,6 +72,8 @@ export interface InProcessServer {
   controlSecret: string
   /** Runs the local key sync now and waits for it (tests drive the syncs: no schedule runs). */
   syncKeys(): Promise<unknown>
+  /** Waits for the sync runs the control plane's own changes started (its change trigger). */
+  keySyncSettled(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -97,6 +99,7 @@ export const startInProcessServer = async (
       managementEndpoint: local.managementEndpoint,
       controlSecret: local.controlSecret,
       syncKeys: () => local.syncKeys(),
+      keySyncSettled: () => local.keySyncSettled(),
       stop: () => local.stop().finally(restoreEnv),
     }
   } catch (error) {
