@@ -9,6 +9,14 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node'
  */
 const env = { POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_DEV: 'false' }
 
+/**
+ * A test's time limit guards against a hang, never measures speed (that is the bench's). The
+ * CPU-bound unit tests (every one-character change of 40 cursors, 60 days of limiter items) take
+ * about 1 s on an idle 2-core machine and over 7 s at a load average of 10, past vitest's 5 s
+ * default: unit, integration and e2e tests get 30 s (infra and moto more, for synthesis).
+ */
+const HANG_GUARD_MS = 30_000
+
 /** The order the projects run in: the infra files last, as they wait for the app's synthesis. */
 const PROJECT_ORDER = ['e2e', 'integration', 'unit', 'infra', 'moto']
 
@@ -46,6 +54,8 @@ export default defineConfig({
           // Modules with no I/O and no module-level state a test changes: one module graph per
           // worker imports zod, middy and the SDK once, not once per file (15 s to 5 s).
           isolate: false,
+          testTimeout: HANG_GUARD_MS,
+          hookTimeout: HANG_GUARD_MS,
         },
       },
       {
@@ -56,7 +66,7 @@ export default defineConfig({
           // One module graph and one dynalite per worker (test/support/dynamo-test-env.ts): files
           // use tables of their own, and reimporting the SDK and handlers per file cost 10 s.
           isolate: false,
-          testTimeout: 30_000,
+          testTimeout: HANG_GUARD_MS,
           hookTimeout: 60_000,
         },
       },
@@ -69,7 +79,7 @@ export default defineConfig({
           // function instances of its own (entryUrl in local/local-server.ts). A module graph per
           // file cost about 15 s of CPU.
           isolate: false,
-          testTimeout: 30_000,
+          testTimeout: HANG_GUARD_MS,
           hookTimeout: 60_000,
         },
       },
