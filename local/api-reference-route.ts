@@ -18,8 +18,8 @@ const DOCUMENT = join(ROOT, 'openapi', 'openapi.json')
 /** What `npm run docs` writes (git-ignored: 2.5 MB of scripts, rebuilt from the document). */
 export const API_REFERENCE_FILE = join(ROOT, 'docs', 'api-reference.html')
 
-/** The command `npm run docs` runs, as arguments of the Redocly CLI. */
-export const BUILD_DOCS_ARGUMENTS = [
+/** What `npm run docs` and the server run: Redocly CLI's build-docs, its scripts inlined. */
+const BUILD_DOCS_ARGUMENTS = [
   'build-docs',
   DOCUMENT,
   '--inlineBundle',
@@ -34,11 +34,11 @@ const mtime = async (file: string): Promise<number | undefined> =>
 
 let building: Promise<void> | undefined
 
-/** Builds the page unless it is newer than the document; one build at a time. */
-export const ensureApiReference = (): Promise<void> => {
+/** Builds the page unless it is newer than the document (or `force`); one build at a time. */
+export const ensureApiReference = ({ force = false } = {}): Promise<void> => {
   building ??= (async () => {
     const [page, document] = await Promise.all([mtime(API_REFERENCE_FILE), mtime(DOCUMENT)])
-    if (page !== undefined && document !== undefined && page >= document) return
+    if (!force && page !== undefined && document !== undefined && page >= document) return
     await promisify(execFile)(
       process.execPath,
       [join(ROOT, 'node_modules', '@redocly', 'cli', 'bin', 'cli.js'), ...BUILD_DOCS_ARGUMENTS],
