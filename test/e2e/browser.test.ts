@@ -130,7 +130,9 @@ if (!installed) {
         // The side menu's entry; Redoc renders an operation's details once it is near the view.
         await page.getByText(operation.summary, { exact: true }).first().click()
         for (const expected of [...operation.parameters, ...operation.statuses]) {
-          await expect.poll(body, `${operation.summary}: ${expected}`).toContain(expected)
+          await expect
+            .poll(body, { message: `${operation.summary}: ${expected}` })
+            .toContain(expected)
         }
       }
       const text = await body()
