@@ -14,6 +14,11 @@ import {
 } from '#shared/config/plans-config.ts'
 import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
 import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
+import {
+  CORS_ORIGIN_RULE,
+  DEFAULT_CORS_ALLOW_ORIGIN,
+  isCorsAllowOrigin,
+} from '#shared/http/cors-headers.ts'
 
 /** The local mode contract (docs/local-server.md, "Environment variables"). */
 export interface LocalConfig {
@@ -33,6 +38,8 @@ export interface LocalConfig {
   authorizerCacheTtlSeconds: number
   /** PETSTORE_LOCAL_SECRET: the control plane's secret instead of the data directory's. */
   controlSecret: string | undefined
+  /** PETSTORE_CORS_ORIGIN (default `*`): the origin browser pages may call from; unset: no CORS. */
+  corsAllowOrigin?: string
 }
 
 export class LocalConfigError extends Error {
@@ -113,7 +120,12 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
       `${CONTROL_SECRET_VARIABLE} must be 32 to 128 characters of A-Z a-z 0-9 . _ ~ -`,
     )
   }
+  const corsAllowOrigin = env.PETSTORE_CORS_ORIGIN?.trim() || DEFAULT_CORS_ALLOW_ORIGIN
+  if (!isCorsAllowOrigin(corsAllowOrigin)) {
+    throw new LocalConfigError(`PETSTORE_CORS_ORIGIN ${CORS_ORIGIN_RULE}, got "${corsAllowOrigin}"`)
+  }
   return {
+    corsAllowOrigin,
     port: parsePort(env.PORT?.trim() || String(DEFAULT_PORT)),
     host,
     dataDir: localDataDir(env),

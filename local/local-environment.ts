@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { link, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { CLIENT_LIMITS_VARIABLE, IN_PROCESS } from '#shared/data/dynamo-client.ts'
+import { CORS_ALLOW_ORIGIN_VARIABLE } from '#shared/http/cors-headers.ts'
 import { IN_MEMORY } from './embedded-dynamo.ts'
 /** The tables `npm start` creates in its DynamoDB (docs/local-server.md names them). */
 export const LOCAL_TABLES = {
@@ -20,6 +21,8 @@ export interface LocalEnvironmentOptions {
   cursorSecret: string
   /** The key mirror of this server's control plane (see localKeyMirrorTable). */
   keyMirrorTable: string
+  /** The stage's CORS origin, as CDK gives the functions (shared/http/cors-headers.ts). */
+  corsAllowOrigin?: string
 }
 
 /**
@@ -39,7 +42,7 @@ export const localKeyMirrorTable = (dataDir: string, embedded: boolean): string 
  * operator already set (region, credentials, Powertools switches) are kept.
  */
 export const localFunctionEnvironment = (
-  { endpoint, embedded, cursorSecret, keyMirrorTable }: LocalEnvironmentOptions,
+  { endpoint, embedded, cursorSecret, keyMirrorTable, corsAllowOrigin }: LocalEnvironmentOptions,
   current: NodeJS.ProcessEnv = process.env,
 ): Record<string, string> => {
   const env: Record<string, string> = {
@@ -51,6 +54,7 @@ export const localFunctionEnvironment = (
     DYNAMODB_ENDPOINT: endpoint,
     AWS_REGION: current.AWS_REGION ?? 'us-east-1',
   }
+  if (corsAllowOrigin) env[CORS_ALLOW_ORIGIN_VARIABLE] = corsAllowOrigin
   // The embedded DynamoDB runs in this process: time limits for that, not for a network.
   if (embedded) env[CLIENT_LIMITS_VARIABLE] = IN_PROCESS
   if (embedded || !current.AWS_ACCESS_KEY_ID) {

@@ -20,6 +20,7 @@ import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-confi
 import type { PlanLimits } from '#shared/config/plans-config.ts'
 import { API_VERSION_PATH, ROUTES, type Route } from '#shared/config/routes-config.ts'
 import { HttpError, retryAfterHeaders, validationFailed } from '#shared/errors/http-error.ts'
+import { corsHeaders, preflightHeaders } from '#shared/http/cors-headers.ts'
 import { errorResponse, type HttpResponse } from '#shared/http/http-response.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import {
@@ -71,6 +72,13 @@ export interface LocalGatewayOptions {
   baseHost?: () => string | undefined
   /** Failed authentications one address may make per minute before it is refused (429). */
   failedAuthLimit?: number
+  /**
+   * The stage's CORS origin (shared/http/cors-headers.ts): preflights are answered and the
+   * gateway's own answers carry the CORS headers, as the CDK stack configures them. Unset: no CORS.
+   */
+  corsAllowOrigin?: string
+  /** Called once the key of a request is known (the request log's key id). */
+  onAuthorized?: (res: ServerResponse, keyId: string) => void
 }
 
 /** The authorizer's identityValidationExpression, checked before the authorizer is invoked. */
@@ -472,9 +480,12 @@ export const proxyEventOf = ({
   }
 }
 
-/** A gateway response: the API's Error body, as the CDK stack's gateway responses render it. */
-const sendError = (res: ServerResponse, type: GatewayResponseType, requestId: string): void =>
-  send(res, errorResponse(gatewayError(type), requestId), requestId)
+/**
+ * The methods of the resource at `pathname`: what its preflight allows (the CDK stack adds an
+ * OPTIONS method with a mock integration to each resource; it needs no key).
+ */
+export const resourceMethods = (pathname: string): string[] =>
+  COMPILED.filter(({ pattern }) => pattern.test(pathname)).map(({ route }) => route.method)
 
 const failedAuthError = (retryAfterSeconds: number) =>
   new HttpError('rate_limited', {
@@ -504,7 +515,18 @@ export const createLocalGateway = ({
   usagePlanThrottle,
   baseHost = () => undefined,
   failedAuthLimit,
+  corsAllowOrigin,
+  onAuthorized = () => undefined,
 }: LocalGatewayOptions): RequestListener => {
+  const cors = corsAllowOrigin === undefined ? {} : corsHeaders(corsAllowOrigin)
+  /** A gateway answer, with the headers every gateway response of the stage carries (CORS). */
+  const sendGatewayAnswer = (res: ServerResponse, error: HttpError, requestId: string): void => {
+    const response = errorResponse(error, requestId)
+    send(res, { ...response, headers: { ...response.headers, ...cors } }, requestId)
+  }
+  /** A gateway response: the API's Error body, as the CDK stack's gateway responses render it. */
+  const sendError = (res: ServerResponse, type: GatewayResponseType, requestId: string): void =>
+    sendGatewayAnswer(res, gatewayError(type), requestId)
   const failedAuths = new FailedAuthLimiter({
     clock,
     ...(failedAuthLimit !== undefined ? { limit: failedAuthLimit } : {}),
@@ -531,13 +553,14 @@ export const createLocalGateway = ({
       )
     } catch (error) {
       onError(`Function ${route.functionName} failed`, error)
-      return errorResponse(gatewayError('DEFAULT_5XX'), requestId)
+      const response = errorResponse(gatewayError('DEFAULT_5XX'), requestId)
+      return { ...response, headers: { ...response.headers, ...cors } }
     }
   }
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const requestId = randomUUID()
-    const answer = (error: HttpError) => send(res, errorResponse(error, requestId), requestId)
+    const answer = (error: HttpError) => sendGatewayAnswer(res, error, requestId)
     // Answers before the body is read go out at once; Node then discards the unread body
     // (never buffered) so the connection stays usable.
     const refuse = (type: GatewayResponseType) => sendError(res, type, requestId)
@@ -551,6 +574,19 @@ export const createLocalGateway = ({
     const retryAfter = failedAuths.retryAfterSeconds(address)
     if (retryAfter !== undefined) return answer(failedAuthError(retryAfter))
 
+    const methods = corsAllowOrigin === undefined ? [] : resourceMethods(url.pathname)
+    if (method === 'OPTIONS' && methods.length > 0) {
+      // The resource's OPTIONS method: a mock integration, no authorizer, no key, no body read.
+      return send(
+        res,
+        {
+          statusCode: 204,
+          headers: preflightHeaders(corsAllowOrigin as string, methods),
+          body: '',
+        },
+        requestId,
+      )
+    }
     const match = matchRoute(method, url.pathname)
     if (!match) return refuse('MISSING_AUTHENTICATION_TOKEN')
 
@@ -569,6 +605,7 @@ export const createLocalGateway = ({
       return refuse(authorized.response)
     }
 
+    onAuthorized(res, authorized.authorization.principalId)
     const verdict = usagePlanVerdict(authorized.authorization, usagePlans)
     if (verdict !== 'admitted') return refuse(verdict)
 

@@ -18,6 +18,7 @@ import {
   rateLimitTableDefinition,
 } from '#shared/data/table-keys.ts'
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
+import { withApiReference } from './api-reference-route.ts'
 import { AuthorizerCache } from './authorizer-cache.ts'
 import { bootstrapControlPlane, type LocalKeys, localOutputs } from './control-plane-bootstrap.ts'
 import {
@@ -27,6 +28,7 @@ import {
 } from './control-plane-handler.ts'
 import { localControlSecret } from './control-plane-secret.ts'
 import { ControlPlaneStore } from './control-plane-store.ts'
+import { type DataDirLock, lockDataDir } from './data-dir-lock.ts'
 import {
   type EmbeddedDynamo,
   ensureTable,
@@ -51,6 +53,7 @@ import {
   type LocalKeySync,
   startLocalKeySync,
 } from './local-key-sync-runner.ts'
+import { noteKeyId, type RequestLogWriter, withRequestLog } from './request-log.ts'
 import { secretDigest } from './secret-digest.ts'
 import { type BackstopFor, UsagePlanThrottle } from './usage-plan-throttle.ts'
 
@@ -132,6 +135,8 @@ interface StartLocalSettings {
   failedAuthLimit?: number
   /** The local key sync's schedule in ms; 0: only on changes (tests drive the runs). */
   keySyncIntervalMs?: number
+  /** Where one line per request goes (local/request-log.ts); npm start: its terminal. */
+  requestLog?: RequestLogWriter
 }
 
 /**
@@ -185,9 +190,25 @@ export const startLocal = async (
   config: LocalConfig,
   options: StartLocalOptions = {},
 ): Promise<LocalServer> => {
+  if (config.dataDir === IN_MEMORY) return startOn(config, options, undefined)
+  await mkdir(config.dataDir, { recursive: true })
+  // Before anything reads the directory: a second server on it stops here, naming the first.
+  const lock = await lockDataDir(config.dataDir)
+  try {
+    return await startOn(config, options, lock)
+  } catch (error) {
+    await lock.release()
+    throw error
+  }
+}
+
+const startOn = async (
+  config: LocalConfig,
+  options: StartLocalOptions,
+  lock: DataDirLock | undefined,
+): Promise<LocalServer> => {
   let embedded: EmbeddedDynamo | undefined
   const clock = options.clock ?? systemClock
-  if (config.dataDir !== IN_MEMORY) await mkdir(config.dataDir, { recursive: true })
   // First, so an unusable control-plane or key file stops the start before anything runs.
   const store = await ControlPlaneStore.open(config.dataDir, { clock })
   const keys = await bootstrapControlPlane(store, config)
@@ -202,6 +223,7 @@ export const startLocal = async (
       embedded: embedded !== undefined,
       keyMirrorTable,
       cursorSecret: await localCursorSecret(config.dataDir),
+      ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
     }),
   )
 
@@ -233,6 +255,8 @@ export const startLocal = async (
     usagePlanThrottle,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.failedAuthLimit ? { failedAuthLimit: options.failedAuthLimit } : {}),
+    ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
+    onAuthorized: noteKeyId,
     baseHost: () => baseHost,
   })
   // The key sync's and the control plane's view of the mirror the authorizer reads.
@@ -255,7 +279,12 @@ export const startLocal = async (
     secret: controlSecret,
     onError: (message, error) => logger.error(message, { error }),
   })
-  const listener = withControlPaths(controlPlane, gateway)
+  const served = withApiReference(withControlPaths(controlPlane, gateway), (message, error) =>
+    logger.error(message, { error }),
+  )
+  const listener = options.requestLog
+    ? withRequestLog(served, options.requestLog, options.clock)
+    : served
   const server = createServer(
     // Node answers an HTTP/1.1 request without Host with a bare 400. The gateway hands the
     // functions its own Host whatever the client sent, so such a request is served as any other.
@@ -285,6 +314,7 @@ export const startLocal = async (
   // The sync reaches the control plane over loopback, whichever address the server is bound to.
   const loopback = address.family === 'IPv6' ? '[::1]' : '127.0.0.1'
   const managementEndpoint = `http://${loopback}:${address.port}${MANAGEMENT_API_PATH}`
+  await lock?.announce(baseUrl)
 
   const stop = async () => {
     await keySync?.stop()
@@ -304,6 +334,7 @@ export const startLocal = async (
     })
     documentClient.destroy()
     await embedded?.close()
+    await lock?.release()
   }
   try {
     keySync = await startLocalKeySync({

@@ -29,9 +29,17 @@ export const startBanner = (
           `  ${local.keys.imported} key(s) moved from api-keys.json into ${resolve(local.keys.file)}`,
         ]
       : []),
-    ...(local.keys.others > 0 ? [`  ${local.keys.others} other key(s): ${keysCommand} list`] : []),
+    // A key's value is shown once, when it is made (as API Gateway's console does): after a
+    // restart the way to a working key is a new one, not the list (ids and plans only).
+    ...(local.keys.others > 0
+      ? [
+          `  ${local.keys.others} key(s) from earlier starts (values are shown only when made; ids: ${keysCommand} list)`,
+          `  a key to use now: KEY=$(npm run -s keys --${config.port === DEFAULT_PORT ? '' : ` --url ${origin}`} create --plan free)`,
+        ]
+      : []),
     `Control plane secret (npm run keys reads it): ${controlSecretLocation(config.dataDir, config.controlSecret)}`,
     `Keys: ${keysCommand} create --plan pro | list | revoke <id> (control plane at ${origin}${MANAGEMENT_API_PATH})`,
     `Try: curl -H "Authorization: Bearer <key>" ${local.baseUrl}/pets`,
+    `API reference: ${origin}/docs   One line per request follows.`,
   ]
 }

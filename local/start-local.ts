@@ -1,3 +1,4 @@
+import { DataDirInUseError } from './data-dir-lock.ts'
 import { type LocalConfig, LocalConfigError, readLocalConfig } from './local-config.ts'
 import { type LocalServer, startLocal } from './local-server.ts'
 import { startBanner } from './start-banner.ts'
@@ -21,8 +22,13 @@ const readConfigOrExit = (): LocalConfig => {
 
 const startOrExit = async (config: LocalConfig): Promise<LocalServer> => {
   try {
-    return await startLocal(config)
+    // One line per request in this terminal (local/request-log.ts).
+    return await startLocal(config, { requestLog: (line) => process.stdout.write(`${line}\n`) })
   } catch (error) {
+    if (error instanceof DataDirInUseError) {
+      process.stderr.write(`petstore: ${error.message}\n`)
+      process.exit(1)
+    }
     // An unusable key file is a malformed setting too.
     if (error instanceof LocalConfigError) {
       process.stderr.write(`petstore: ${error.message}\n`)

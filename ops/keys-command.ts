@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { maskingArguments, shownArgument } from '#shared/auth/key-value-mask.ts'
+import { keyValuesIn, maskingArguments, shownArgument } from '#shared/auth/key-value-mask.ts'
 import { isPlanName, PLAN_NAMES } from '#shared/config/plans-config.ts'
 import { KeyAdminError, type PlanSelector } from './key-admin-service.ts'
 import { openStageTarget, type StageTarget, type TargetChoice } from './stage-target-resolver.ts'
@@ -39,6 +39,62 @@ export interface CommandIo {
 export type TargetOpener = (choice: TargetChoice) => Promise<StageTarget>
 
 class UsageError extends Error {}
+
+/** The commands of KEYS_USAGE: anything else is a usage error before any call. */
+const KEYS_COMMANDS = [
+  'create',
+  'list',
+  'disable',
+  'enable',
+  'revoke',
+  'move',
+  'rotate',
+  'plan',
+  'help',
+] as const
+
+/** Edit distance, for "did you mean": small words only. */
+const distance = (a: string, b: string): number => {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index)
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j += 1) {
+      current[j] = Math.min(
+        (previous[j] as number) + 1,
+        (current[j - 1] as number) + 1,
+        (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      )
+    }
+    previous = current
+  }
+  return previous[b.length] as number
+}
+
+const unknownCommand = (command: string): UsageError => {
+  const near = KEYS_COMMANDS.find((known) => distance(command, known) <= 2)
+  return new UsageError(
+    `unknown command "${shownArgument(command)}"${near ? `: did you mean ${near}?` : ''}`,
+  )
+}
+
+/**
+ * Before any call: a key value typed where an id, a name or a plan belongs would travel to API
+ * Gateway in a path or a query (and into CloudTrail). Keys are named by their ids.
+ */
+const refuseKeyValues = (
+  args: readonly string[],
+  values: Record<string, string | boolean | undefined>,
+): void => {
+  const typed = [
+    ...args,
+    ...['name', 'plan', 'customer', 'overlap'].map((name) => values[name]),
+  ].filter((value): value is string => typeof value === 'string')
+  if (typed.some((value) => keyValuesIn(value).length > 0)) {
+    throw new UsageError(
+      "that looks like a key value; pass its id (npm run keys -- list shows them). Nothing was sent. (A name of 20 or more letters, digits and - . _ ~ + / has a key's shape too: use a shorter one.)",
+    )
+  }
+}
 
 const DURATION = /^(\d+)(s|m|h|d)$/
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
@@ -216,7 +272,7 @@ const run = async (
       throw new UsageError('plan needs list or create')
     }
     default:
-      throw new UsageError(`unknown command "${shownArgument(command)}"`)
+      throw unknownCommand(command)
   }
 }
 
@@ -250,10 +306,14 @@ export const runKeysCommand = async (
       allowPositionals: true,
     })
     const [command, ...args] = positionals
-    if (values.help || !command) {
+    if (values.help || !command || command === 'help') {
       io.stdout(`${KEYS_USAGE}\n`)
-      return values.help ? 0 : 2
+      return values.help || command === 'help' ? 0 : 2
     }
+    // Everything the command line alone can tell is checked before any call.
+    if (!(KEYS_COMMANDS as readonly string[]).includes(command)) throw unknownCommand(command)
+    refuseKeyValues(args, values)
+    if (values.plan !== undefined) selectorOf({ plan: values.plan, customer: values.customer })
     if (values.stage !== undefined && values.url !== undefined) {
       throw new UsageError('give --stage or --url, not both')
     }

@@ -143,6 +143,29 @@ export const openDeployedStage = async (
   }
 }
 
+/** Hosts of this machine: the only ones the data directory's control-plane secret goes to. */
+const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i
+
+/**
+ * The local server's origin from `--url`: the server's address or its API's base URL
+ * (`http://127.0.0.1:3000/v1`, what npm start prints) alike. Only a loopback address: the keys
+ * CLI sends the control-plane secret with every call, over plain HTTP.
+ */
+export const localServerOrigin = (url: string): string => {
+  const parsed = URL.parse(url)
+  if (parsed?.protocol !== 'http:') {
+    throw new KeyAdminError(
+      `--url must be the local server's address, such as http://127.0.0.1:3000 (got "${url}"); for a deployed stage use --stage`,
+    )
+  }
+  if (!LOOPBACK_HOST.test(parsed.hostname)) {
+    throw new KeyAdminError(
+      `--url ${parsed.origin} is not this machine: the keys CLI sends the local control plane's secret only to 127.0.0.1, ::1 or localhost. For a deployed stage use --stage; for a server elsewhere, run the keys CLI there (or forward its port: ssh -L 3000:127.0.0.1:3000 host)`,
+    )
+  }
+  return parsed.origin
+}
+
 export const openStageTarget = async ({
   stage,
   url,
@@ -152,7 +175,7 @@ export const openStageTarget = async ({
   signal,
 }: TargetChoice): Promise<StageTarget> => {
   if (stage === undefined) {
-    const origin = (url ?? localOrigin(env)).replace(/\/+$/, '')
+    const origin = url === undefined ? localOrigin(env) : localServerOrigin(url)
     const keysCommand = url === undefined ? 'npm run keys --' : `npm run keys -- --url ${origin}`
     return openLocal(origin, warn, signal, env, keysCommand)
   }

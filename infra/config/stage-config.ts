@@ -10,6 +10,11 @@ import {
   parsePlanLimits,
 } from '#shared/config/plans-config.ts'
 import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
+import {
+  CORS_ORIGIN_RULE,
+  DEFAULT_CORS_ALLOW_ORIGIN,
+  isCorsAllowOrigin,
+} from '#shared/http/cors-headers.ts'
 import { type ContextReader, type StageContext, stageContext } from './stage-context-reader.ts'
 
 /** The deployment stages (docs/operations.md, "What a stage is"): each is its own stack set. */
@@ -70,6 +75,11 @@ export interface StageConfig {
   waf: boolean
   /** Requests one source address may send in WAF's 5-minute window before it is blocked. */
   wafRateLimitPer5Minutes: number
+  /**
+   * The origin browser pages may call the stage from (Access-Control-Allow-Origin): `*` by
+   * default, or one origin (shared/http/cors-headers.ts says why; docs/api.md, "Browsers").
+   */
+  corsAllowOrigin: string
 }
 
 export interface StageDefaults {
@@ -150,6 +160,13 @@ export const alarmEmailOf = (settings: StageContext): string | undefined => {
   if (alarmEmail !== undefined && !EMAIL.test(alarmEmail))
     settings.fail('alarmEmail', 'an email address')
   return alarmEmail
+}
+
+export const corsAllowOriginOf = (settings: StageContext): string => {
+  const origin = settings.text('corsAllowOrigin') ?? DEFAULT_CORS_ALLOW_ORIGIN
+  if (!isCorsAllowOrigin(origin))
+    settings.fail('corsAllowOrigin', `a value that ${CORS_ORIGIN_RULE}`)
+  return origin
 }
 
 /** The stage throttle's floor: the largest backstop rate of any plan, and whose. */
@@ -234,6 +251,7 @@ export const readStageConfig = (context: ContextReader, stage: StageName): Stage
   const alarmEmail = alarmEmailOf(settings)
   const throttle = stageThrottleOf(settings, defaults, enterpriseLimits)
   const customDomain = customDomainOf(settings)
+  const corsAllowOrigin = corsAllowOriginOf(settings)
   const account = settings.text('account')
   const region = settings.text('region')
   return {
@@ -251,6 +269,7 @@ export const readStageConfig = (context: ContextReader, stage: StageName): Stage
     }),
     ...(alarmEmail ? { alarmEmail } : {}),
     ...throttle,
+    corsAllowOrigin,
     apiGatewayCloudWatchRole: settings.flag('apiGatewayCloudWatchRole', true),
     gradualDeployment: settings.flag('gradualDeployment', stage === 'production'),
     waf: settings.flag('waf', stage === 'production'),

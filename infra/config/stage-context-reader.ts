@@ -21,6 +21,7 @@ export const STAGE_SETTINGS = [
   'waf',
   'wafRateLimitPer5Minutes',
   'apiGatewayCloudWatchRole',
+  'corsAllowOrigin',
 ] as const
 export type StageSetting = (typeof STAGE_SETTINGS)[number]
 

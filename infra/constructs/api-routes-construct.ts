@@ -1,5 +1,13 @@
-import { type IResource, LambdaIntegration, type RestApi } from 'aws-cdk-lib/aws-apigateway'
+import {
+  AuthorizationType,
+  type IResource,
+  LambdaIntegration,
+  MockIntegration,
+  PassthroughBehavior,
+  type RestApi,
+} from 'aws-cdk-lib/aws-apigateway'
 import { API_VERSION_PATH, type OperationId, ROUTES } from '#shared/config/routes-config.ts'
+import { preflightHeaders } from '#shared/http/cors-headers.ts'
 import type { PetstoreFunction } from './petstore-function-construct.ts'
 
 /** The resource for `/v1/pets/{petId}`, creating each missing segment once. */
@@ -12,17 +20,62 @@ const resourceAt = (root: IResource, path: string): IResource =>
       root,
     )
 
-/** Every route of the shared route table under `/v1`, each integrated with its own function. */
+/**
+ * A resource's CORS preflight: OPTIONS answered 204 by a mock integration, with neither the
+ * authorizer nor a key (a browser sends no Authorization on a preflight). The local gateway
+ * answers the same (local/local-gateway.ts).
+ */
+const addPreflight = (resource: IResource, methods: string[], corsAllowOrigin: string): void => {
+  const headers = preflightHeaders(corsAllowOrigin, methods)
+  const parameter = (name: string) => `method.response.header.${name}`
+  resource.addMethod(
+    'OPTIONS',
+    new MockIntegration({
+      requestTemplates: { 'application/json': '{"statusCode": 204}' },
+      passthroughBehavior: PassthroughBehavior.NEVER,
+      integrationResponses: [
+        {
+          statusCode: '204',
+          responseParameters: Object.fromEntries(
+            Object.entries(headers).map(([name, value]) => [parameter(name), `'${value}'`]),
+          ),
+        },
+      ],
+    }),
+    {
+      authorizationType: AuthorizationType.NONE,
+      apiKeyRequired: false,
+      methodResponses: [
+        {
+          statusCode: '204',
+          responseParameters: Object.fromEntries(
+            Object.keys(headers).map((name) => [parameter(name), true]),
+          ),
+        },
+      ],
+    },
+  )
+}
+
+/**
+ * Every route of the shared route table under `/v1`, each integrated with its own function, and
+ * each of their resources' CORS preflight.
+ */
 export const addRouteMethods = (
   api: RestApi,
   functions: Record<OperationId, PetstoreFunction>,
+  corsAllowOrigin: string,
 ): void => {
+  const methodsOf = new Map<IResource, string[]>()
   for (const route of ROUTES) {
-    resourceAt(api.root, `${API_VERSION_PATH}${route.path}`).addMethod(
+    const resource = resourceAt(api.root, `${API_VERSION_PATH}${route.path}`)
+    resource.addMethod(
       route.method,
       // Test invocations from the console would need a second, unscoped invoke permission.
       new LambdaIntegration(functions[route.operationId].invokeTarget, { allowTestInvoke: false }),
       { operationName: route.operationId },
     )
+    methodsOf.set(resource, [...(methodsOf.get(resource) ?? []), route.method])
   }
+  for (const [resource, methods] of methodsOf) addPreflight(resource, methods, corsAllowOrigin)
 }

@@ -12,6 +12,7 @@ import {
 } from '#shared/config/routes-config.ts'
 import { TABLE_ACCESS_LEVELS } from '#shared/config/table-access-config.ts'
 import { PET_TABLE } from '#shared/data/table-keys.ts'
+import { CORS_ALLOW_ORIGIN_VARIABLE } from '#shared/http/cors-headers.ts'
 import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-construct.ts'
 
 export interface OperationFunctionsProps {
@@ -51,6 +52,9 @@ export const addOperationFunctions = (
       logGroupName: `/petstore/${stage}/${route.functionName}`,
       timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS[route.operationId]),
       liveAlias: true,
+      // The functions' answers carry the CORS headers themselves: a proxy integration passes
+      // them through, API Gateway adds none ("CORS for REST APIs in API Gateway", AWS docs).
+      environment: { [CORS_ALLOW_ORIGIN_VARIABLE]: config.corsAllowOrigin },
     })
     // Exactly the levels its route names (shared/config/routes-config.ts), rate limits included.
     for (const [name, access] of tableAccessOf(route)) {

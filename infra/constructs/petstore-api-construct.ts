@@ -73,8 +73,8 @@ export class PetstoreApi extends Construct {
     const { api, accessLogGroup } = addRestApi(this, config, authorizer)
     this.api = api
     this.accessLogGroup = accessLogGroup
-    addRouteMethods(api, this.functions)
-    addGatewayResponses(api)
+    addRouteMethods(api, this.functions, config.corsAllowOrigin)
+    addGatewayResponses(api, config.corsAllowOrigin)
     this.webAcl = config.waf ? addWebAcl(this, config, api) : undefined
     this.usagePlans = addUsagePlans(api, config)
     this.domain = config.customDomain ? addCustomDomain(this, api, config.customDomain) : undefined

@@ -11,22 +11,42 @@ export const MASKED_KEY_VALUE = '<not shown: shaped like a key value>'
 export const shownArgument = (text: string): string =>
   isWellFormedApiKey(text) ? MASKED_KEY_VALUE : text
 
+/** Runs of the characters a key is made of (with its padding): where a key can sit in text. */
+const KEY_RUN = /[A-Za-z0-9._~+/-]+=*/g
+
 /**
- * A writer that masks every occurrence of the key-value-shaped arguments of a command line
- * (`--key <value>`, `--key=<value>`, a value typed where an id belongs), whatever message repeats
- * them: the command's own, a parser's, a remote service's.
+ * The key-value-shaped parts of one argument, wherever they sit in it: the whole argument, or a
+ * run of key characters inside it (`Bearer <key>`, `<key>,`, `Authorization: Bearer <key>`,
+ * `--key=<key>`). A web address is read for a key only where one could travel (user, password,
+ * query, fragment): its host and path are key characters too, and not secrets.
+ */
+export const keyValuesIn = (argument: string): string[] => {
+  const url = /^https?:\/\//i.test(argument) ? URL.parse(argument) : null
+  const searched = url
+    ? [url.username, url.password, url.search, url.hash].map(decodeURIComponentSafe).join(' ')
+    : argument
+  const runs = searched.match(KEY_RUN) ?? []
+  return [argument, ...runs].filter((part) => isWellFormedApiKey(part))
+}
+
+const decodeURIComponentSafe = (text: string): string => {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
+
+/**
+ * A writer that masks every occurrence of the key-value-shaped parts of a command line's
+ * arguments (keyValuesIn: `--key <value>`, a value typed where an id belongs, `Bearer <value>`),
+ * whatever message repeats them: the command's own, a parser's, a remote service's.
  */
 export const maskingArguments = (
   argv: readonly string[],
   write: (text: string) => void,
 ): ((text: string) => void) => {
-  const secrets = [
-    ...new Set(
-      argv
-        .flatMap((argument) => [argument, argument.slice(argument.indexOf('=') + 1)])
-        .filter((argument) => isWellFormedApiKey(argument)),
-    ),
-  ].sort((a, b) => b.length - a.length)
+  const secrets = [...new Set(argv.flatMap(keyValuesIn))].sort((a, b) => b.length - a.length)
   if (secrets.length === 0) return write
   return (text) => {
     let masked = text

@@ -16,6 +16,8 @@ export interface HttpPipelineOptions {
   observability?: ApiMiddleware<never>[]
   /** Rate limiting: runs before the request middlewares, adds its headers to every response. */
   rateLimit?: ApiMiddleware<never>
+  /** Headers on every answer: the stage's CORS headers (shared/http/cors-headers.ts). */
+  responseHeaders?: Record<string, string>
 }
 
 /**
@@ -35,7 +37,7 @@ export const httpPipeline = <TInput>(options: HttpPipelineOptions) => {
     },
   })
   for (const middleware of options.observability ?? []) pipeline.use(middleware)
-  pipeline.use(responseHeadersMiddleware())
+  pipeline.use(responseHeadersMiddleware(options.responseHeaders))
   if (options.rateLimit) pipeline.use(options.rateLimit)
   pipeline.use(errorHandlerMiddleware({ logger: options.logger }))
   return pipeline

@@ -19,15 +19,15 @@ export const addResponseHeaders = (
   bag.responseHeaders = { ...bag.responseHeaders, ...headers }
 }
 
-const mergeHeaders = (request: Request): void => {
-  const headers = bagOf(request).responseHeaders
-  const response = request.response as { headers?: Record<string, string> } | undefined
-  if (!headers || !response) return
-  response.headers = { ...response.headers, ...headers }
+/** Register first, so its after/onError run last. `always`: headers of every answer (CORS). */
+export const responseHeadersMiddleware = (
+  always: Record<string, string> = {},
+): ApiMiddleware<never> => {
+  const mergeHeaders = (request: Request): void => {
+    const headers = bagOf(request).responseHeaders
+    const response = request.response as { headers?: Record<string, string> } | undefined
+    if (!response) return
+    response.headers = { ...response.headers, ...always, ...headers }
+  }
+  return { after: mergeHeaders, onError: mergeHeaders }
 }
-
-/** Register first, so its after/onError run last. */
-export const responseHeadersMiddleware = (): ApiMiddleware<never> => ({
-  after: mergeHeaders,
-  onError: mergeHeaders,
-})

@@ -2,6 +2,7 @@ import { optionalEnv, requireEnv } from '#shared/config/env-config.ts'
 import { limiterAccessOf, type OperationId, routeOf } from '#shared/config/routes-config.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
 import { PetRepository } from '#shared/data/pet-repository.ts'
+import { CORS_ALLOW_ORIGIN_VARIABLE, corsHeaders } from '#shared/http/cors-headers.ts'
 import type { HttpPipelineOptions } from '#shared/middleware/http-pipeline.ts'
 import { observabilityMiddlewares } from '#shared/observability/observability-middleware.ts'
 import { rateLimitMiddleware } from '#shared/rate-limit/rate-limit-middleware.ts'
@@ -28,7 +29,9 @@ export const petOperationDependencies = (
   const tableName = requireEnv('TABLE_NAME', env)
   const blockSize = Number(optionalEnv('ID_BLOCK_SIZE', env) ?? 50)
   const ids = new BlockIdAllocator({ client: dynamo, tableName, blockSize })
+  const corsOrigin = optionalEnv(CORS_ALLOW_ORIGIN_VARIABLE, env)
   return {
+    ...(corsOrigin ? { responseHeaders: corsHeaders(corsOrigin) } : {}),
     logger,
     observability: observabilityMiddlewares(operationId, { metrics }),
     clock,

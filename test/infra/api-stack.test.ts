@@ -33,14 +33,17 @@ const pathOf = (template: Template, ref: Ref): string => {
   return `${pathOf(template, props.ParentId as Ref)}/${props.PathPart as string}`
 }
 
+/** The route methods (the CORS preflights, OPTIONS, are test/infra/cors.test.ts's). */
 const methodsOf = (template: Template) =>
-  resourcesOf(template, 'AWS::ApiGateway::Method').map(([, method]) => {
-    const props = propsOf(method)
-    return {
-      route: `${props.HttpMethod as string} ${pathOf(template, props.ResourceId as Ref)}`,
-      props,
-    }
-  })
+  resourcesOf(template, 'AWS::ApiGateway::Method')
+    .filter(([, method]) => propsOf(method).HttpMethod !== 'OPTIONS')
+    .map(([, method]) => {
+      const props = propsOf(method)
+      return {
+        route: `${props.HttpMethod as string} ${pathOf(template, props.ResourceId as Ref)}`,
+        props,
+      }
+    })
 
 describe('routes', () => {
   it('serves exactly the shared route table under /v1, nothing else', () => {

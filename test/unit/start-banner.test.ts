@@ -28,7 +28,13 @@ describe('the start banner', () => {
   it('says nothing of the key file when no key moved', () => {
     const lines = startBanner(config, local({ others: 1, file: 'data/control-plane.json' }))
     expect(lines.join('\n')).not.toContain('api-keys.json')
-    expect(lines).toContain('  1 other key(s): npm run keys -- --url http://127.0.0.1:4567 list')
+    expect(lines).toContain(
+      '  1 key(s) from earlier starts (values are shown only when made; ids: npm run keys -- --url http://127.0.0.1:4567 list)',
+    )
+    // list shows no values: the banner says how to get a key that works now.
+    expect(lines).toContain(
+      '  a key to use now: KEY=$(npm run -s keys -- --url http://127.0.0.1:4567 create --plan free)',
+    )
   })
 
   it('says where the control plane secret is, never what it is', () => {

@@ -1,0 +1,89 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
+import { performance } from 'node:perf_hooks'
+import { MASKED_KEY_VALUE, shownArgument } from '#shared/auth/key-value-mask.ts'
+import { LOCAL_CONTROL_PREFIX } from '#shared/config/local-control-config.ts'
+import { type Clock, systemClock } from '#shared/time/clock.ts'
+
+/**
+ * One line per request in `npm start`'s terminal, written when the answer is sent:
+ *
+ *   2025-06-01T12:00:00.000Z GET /v1/pets 200 12ms id=3f0c… key=k1a2b3c4d5
+ *
+ * time (the request's arrival), method, path (no query string: it is the client's data), status,
+ * duration, the request id the answer carries as `x-amzn-RequestId` (on AWS the same id is in the
+ * access log and the function's log lines), and the key's id once the authorizer knew it (`-`
+ * before). Never a key value: a path segment shaped like one is masked. Requests to the control
+ * plane (`/_local/`) are not logged.
+ */
+export type RequestLogWriter = (line: string) => void
+
+const keyIds = new WeakMap<ServerResponse, string>()
+
+/** The gateway names the key of a request once it is authorized (LocalGatewayOptions.onAuthorized). */
+export const noteKeyId = (res: ServerResponse, keyId: string): void => {
+  keyIds.set(res, keyId)
+}
+
+export interface RequestLogEntry {
+  time: Date
+  method: string
+  path: string
+  status: number
+  durationMs: number
+  requestId: string | undefined
+  keyId: string | undefined
+}
+
+/** The path with every segment shaped like a key value masked (GET /v1/pets/<a key> is a 404). */
+const shownPath = (path: string): string =>
+  path
+    .split('/')
+    .map((segment) => (shownArgument(segment) === segment ? segment : MASKED_KEY_VALUE))
+    .join('/')
+
+export const requestLogLine = (entry: RequestLogEntry): string =>
+  [
+    entry.time.toISOString(),
+    entry.method,
+    shownPath(entry.path),
+    String(entry.status),
+    `${Math.round(entry.durationMs)}ms`,
+    `id=${entry.requestId ?? '-'}`,
+    `key=${entry.keyId ?? '-'}`,
+  ].join(' ')
+
+const pathOf = (req: IncomingMessage): string => {
+  const target = req.url ?? '/'
+  const query = target.indexOf('?')
+  return query < 0 ? target : target.slice(0, query)
+}
+
+/** `listener`, logging each request it answers through `write`. */
+export const withRequestLog =
+  (
+    listener: RequestListener,
+    write: RequestLogWriter,
+    clock: Clock = systemClock,
+  ): RequestListener =>
+  (req, res) => {
+    // The control plane is the emulated AWS management API (on AWS: CloudTrail, not this log);
+    // its busiest client is this server's own key sync.
+    if ((req.url ?? '').startsWith(`${LOCAL_CONTROL_PREFIX}/`)) return listener(req, res)
+    const time = new Date(clock())
+    const started = performance.now()
+    res.once('finish', () => {
+      const requestId = res.getHeader('x-amzn-RequestId')
+      write(
+        requestLogLine({
+          time,
+          method: req.method ?? '-',
+          path: pathOf(req),
+          status: res.statusCode,
+          durationMs: performance.now() - started,
+          requestId: typeof requestId === 'string' ? requestId : undefined,
+          keyId: keyIds.get(res),
+        }),
+      )
+    })
+    listener(req, res)
+  }

@@ -1,0 +1,211 @@
+import { accessSync, constants, readFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type BrowserContext, chromium, type Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type InProcessServer, ROOT, startInProcessServer } from '#test/support/local-server.ts'
+
+/**
+ * The API reference page and CORS, in a real browser: Debian's Chromium driven by
+ * playwright-core. Not a project dependency: used where installed (`apt-get install chromium`);
+ * CI installs it and requires it (PETSTORE_REQUIRE_BROWSER=1, .ci/run).
+ */
+const CHROMIUM = process.env.PETSTORE_CHROMIUM ?? '/usr/bin/chromium'
+const installed = (() => {
+  try {
+    accessSync(CHROMIUM, constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+})()
+
+const REDOC_LOGO = /^https:\/\/cdn\.redoc\.ly\/redoc\/logo-mini(-full)?\.svg$/
+
+interface Operation {
+  method: string
+  path: string
+  summary: string
+  parameters: string[]
+  statuses: string[]
+}
+
+/** Every operation of the committed document, with what the page must show of it. */
+const operations = (): Operation[] => {
+  const document = JSON.parse(readFileSync(join(ROOT, 'openapi', 'openapi.json'), 'utf8')) as {
+    paths: Record<
+      string,
+      Record<
+        string,
+        { summary: string; parameters?: { name: string }[]; responses: Record<string, unknown> }
+      >
+    >
+  }
+  return Object.entries(document.paths).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([method, operation]) => ({
+      method: method.toUpperCase(),
+      path,
+      summary: operation.summary,
+      parameters: (operation.parameters ?? []).map((parameter) => parameter.name),
+      statuses: Object.keys(operation.responses),
+    })),
+  )
+}
+
+if (!installed) {
+  describe(`in a browser (skipped: no Chromium at ${CHROMIUM}; apt-get install chromium)`, () => {
+    it('is installed where it is required', () => {
+      expect(
+        process.env.PETSTORE_REQUIRE_BROWSER,
+        `Chromium is not installed at ${CHROMIUM}`,
+      ).not.toBe('1')
+    })
+  })
+} else {
+  describe('in a browser (Chromium)', () => {
+    let server: InProcessServer
+    let origin: string
+    let browser: BrowserContext
+    let page: Page
+    let userDataDir: string
+    /** A page of another origin, as a web app calling the API would be. */
+    let appServer: Server
+    let appOrigin: string
+    /** Requests the page made to anywhere but the local servers. */
+    const outside: string[] = []
+
+    beforeAll(async () => {
+      server = await startInProcessServer(
+        {},
+        // A tiny usage-plan backstop, so the gateway's own 429 (THROTTLED) comes at the third call.
+        { backstopFor: () => ({ rateLimit: 0.001, burstLimit: 2, dailyQuota: 1000 }) },
+      )
+      origin = new URL(server.baseUrl).origin
+      appServer = createServer((_req, res) => {
+        res.writeHead(200, { 'Content-Type': 'text/html' })
+        res.end('<!doctype html><title>app</title>')
+      })
+      await new Promise<void>((resolve) => appServer.listen(0, '127.0.0.1', resolve))
+      appOrigin = `http://127.0.0.1:${(appServer.address() as AddressInfo).port}`
+      userDataDir = await mkdtemp(join(tmpdir(), 'petstore-chromium-'))
+      // A fresh profile per run (launchPersistentContext passes it as --user-data-dir).
+      browser = await chromium.launchPersistentContext(userDataDir, {
+        executablePath: CHROMIUM,
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
+      })
+      page = browser.pages()[0] ?? (await browser.newPage())
+      await page.route('**/*', (route) => {
+        const url = new URL(route.request().url())
+        if (url.origin === origin || url.origin === appOrigin || url.protocol === 'data:') {
+          return route.continue()
+        }
+        outside.push(url.href)
+        return route.abort()
+      })
+    }, 120_000)
+
+    afterAll(async () => {
+      await browser?.close()
+      await new Promise((resolve) => appServer?.close(resolve))
+      await server?.stop()
+      if (userDataDir) await rm(userDataDir, { recursive: true, force: true })
+    })
+
+    it('shows every operation of /docs with its parameters and error answers, offline', async () => {
+      await page.goto(`${origin}/docs`)
+      const body = () => page.locator('body').innerText()
+      for (const operation of operations()) {
+        // The side menu's entry; Redoc renders an operation's details once it is near the view.
+        await page.getByText(operation.summary, { exact: true }).first().click()
+        for (const expected of [...operation.parameters, ...operation.statuses]) {
+          await expect
+            .poll(body, { message: `${operation.summary}: ${expected}` })
+            .toContain(expected)
+        }
+      }
+      const text = await body()
+      // Every path is there (Redoc shows it beside each operation).
+      for (const operation of operations()) expect(text).toContain(operation.path)
+      // Every request to the network was refused, and the page read whole all the same. The one
+      // it tries is the attribution logo of Redoc's side menu, which hides itself when unreachable.
+      expect(outside.filter((url) => !REDOC_LOGO.test(url))).toEqual([])
+    })
+
+    /** fetch() run by a page of another origin; what a web app could read of the answer. */
+    const fetchFromApp = (
+      url: string,
+      init: { method?: string; headers?: Record<string, string>; body?: string },
+    ) =>
+      page.evaluate(
+        async ({ url, init }) => {
+          const response = await fetch(url, init)
+          return {
+            status: response.status,
+            body: (await response.json()) as Record<string, unknown>,
+            headers: Object.fromEntries(
+              [
+                'location',
+                'retry-after',
+                'x-ratelimit-remaining',
+                'www-authenticate',
+                'x-amzn-requestid',
+              ].map((name) => [name, response.headers.get(name)]),
+            ),
+          }
+        },
+        { url, init },
+      )
+
+    it('lets a page of another origin create a pet and read every header it needs', async () => {
+      await page.goto(appOrigin)
+      const key = server.keys.created.find((entry) => entry.plan === 'free')?.key as string
+      // JSON and Authorization make this a preflighted request.
+      const created = await fetchFromApp(`${server.baseUrl}/pets`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name: 'Rex', categoryId: 1 }),
+      })
+      expect(created.status).toBe(201)
+      expect(created.body.name).toBe('Rex')
+      expect(created.headers.location).toMatch(/\/v1\/pets\/\d+$/)
+      expect(created.headers['x-ratelimit-remaining']).toMatch(/^\d+$/)
+      expect(created.headers['x-amzn-requestid']).toMatch(/^[0-9a-f-]{36}$/)
+    })
+
+    it('lets that page read a 401 and a 429 of the gateway, with their headers', async () => {
+      await page.goto(appOrigin)
+      const refused = await fetchFromApp(`${server.baseUrl}/pets`, {
+        headers: { Authorization: 'Bearer not-a-key-of-this-stage-0000' },
+      })
+      expect(refused.status).toBe(401)
+      expect(refused.body.code).toBe('unauthorized')
+      expect(refused.headers['www-authenticate']).toMatch(/^Bearer/)
+
+      const key = server.keys.created.find((entry) => entry.plan === 'pro')?.key as string
+      const calls = []
+      for (let call = 0; call < 3; call += 1) {
+        calls.push(
+          await fetchFromApp(`${server.baseUrl}/pets?limit=1`, {
+            headers: { Authorization: `Bearer ${key}` },
+          }),
+        )
+      }
+      const throttled = calls.at(-1)
+      expect(throttled?.status).toBe(429)
+      expect(throttled?.body.code).toBe('rate_limited')
+      expect(throttled?.headers['retry-after']).toMatch(/^\d+$/)
+    })
+  })
+}
