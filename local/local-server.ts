@@ -19,7 +19,12 @@ import {
 } from '#shared/data/table-keys.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { AuthorizerCache } from './authorizer-cache.ts'
-import { bootstrapControlPlane, type LocalKeys, localOutputs } from './control-plane-bootstrap.ts'
+import {
+  bootstrapControlPlane,
+  isKeyOnLocalStage,
+  type LocalKeys,
+  localOutputs,
+} from './control-plane-bootstrap.ts'
 import {
   createControlPlaneHandler,
   MANAGEMENT_API_PATH,
@@ -225,6 +230,7 @@ export const startLocal = async (
     onError: (message, error) => logger.error(message, { error }),
     authorizerCache,
     usagePlanThrottle,
+    onStagePlan: (keyId) => isKeyOnLocalStage(store, keyId),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.failedAuthLimit ? { failedAuthLimit: options.failedAuthLimit } : {}),
     baseHost: () => baseHost,
