@@ -611,10 +611,7 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
         })
         throw error
       }
-    } while (
-      fresh(await state.get()).length > 0 &&
-      clock() + RUN_BUDGET.minPassMs <= endBy
-    )
+    } while (fresh(await state.get()).length > 0 && clock() + RUN_BUDGET.minPassMs <= endBy)
     return total
   }
 

@@ -144,9 +144,7 @@ export const decideRemovals = (input: RemovalInput): RemovalDecision => {
     const firstSeenAt = before?.firstSeenAt ?? nowMs
     const outcome = keyIds.every((id) => confirmedKeyIds?.has(id))
       ? 'confirmed'
-      : before &&
-          cause !== 'plan-lost' &&
-          nowMs - before.firstSeenAt >= MASS_REMOVAL.agreementMs
+      : before && cause !== 'plan-lost' && nowMs - before.firstSeenAt >= MASS_REMOVAL.agreementMs
         ? 'agreed'
         : 'held'
     groups.push({ group, cause, keyIds, outcome, firstSeenAt })

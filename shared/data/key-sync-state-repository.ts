@@ -90,7 +90,8 @@ const toHeld = (value: unknown): HeldRemoval | undefined => {
   const digest = held?.digest
   const count = num(held?.count)
   const firstSeenAt = num(held?.firstSeenAt)
-  if (typeof digest !== 'string' || count === undefined || firstSeenAt === undefined) return undefined
+  if (typeof digest !== 'string' || count === undefined || firstSeenAt === undefined)
+    return undefined
   return {
     digest,
     count,
