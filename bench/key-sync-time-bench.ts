@@ -14,6 +14,7 @@ import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import {
   CALL_LATENCY_MS,
   SYNC_TIMEOUT_MS,
+  simulateBacklog,
   simulateKeySyncAtScale,
 } from '#test/support/key-sync-simulation.ts'
 
@@ -48,6 +49,21 @@ for (const plans of args.length > 0 ? args : [4, 100, 300, 1_000]) {
       seconds(result.longestRunMs).padStart(12),
       seconds(result.changeIdleMs).padStart(14),
       seconds(result.changeMidRunMs).padStart(17),
+    ].join(' '),
+  )
+}
+// A script renamed 2,000 keys (2,000 ids pending), and a key disabled in the console a second
+// later: when it is out of the mirror, and when nothing is pending any more.
+const BACKLOG = 2_000
+console.log(`\nBacklog: ${BACKLOG} ids pending, 3000 keys, a console disable a second later`)
+console.log(' plans  disable in force  backlog gone')
+for (const plans of args.length > 0 ? args : [4, 1_000]) {
+  const result = await simulateBacklog({ client, documentClient }, plans, 3_000, BACKLOG)
+  console.log(
+    [
+      String(plans).padStart(6),
+      seconds(result.revocationMs).padStart(16),
+      seconds(result.backlogGoneMs).padStart(13),
     ].join(' '),
   )
 }

@@ -50,6 +50,13 @@ const onLocalStage = (plan: StoredUsagePlan) =>
   )
 
 /**
+ * Whether a key is on a usage plan of the local stage: API Gateway refuses any other key with
+ * 403 (methods require an API key, key source AUTHORIZER), whatever the authorizer answered.
+ */
+export const isKeyOnLocalStage = (store: ControlPlaneStore, keyId: string): boolean =>
+  store.plansOfKey(keyId).some(onLocalStage)
+
+/**
  * The four plans exactly as the CDK makes them for a stage (usagePlanSpecs: name, description,
  * backstop throttle and DAY quota, the plan tags and the stacks' tags), on the local stage. A
  * start with other ENTERPRISE_LIMITS updates them, as a deploy with other context would.

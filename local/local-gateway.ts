@@ -64,6 +64,8 @@ export interface LocalGatewayOptions {
   backstopFor?: BackstopFor
   /** The backstop itself, when its owner reads its counts (else one of the gateway's own). */
   usagePlanThrottle?: UsagePlanThrottle
+  /** Whether a key is on a usage plan of the stage (API Gateway refuses it otherwise). */
+  onStagePlan?: (keyId: string) => boolean
   /**
    * `host:port` of the configured base address, known once the server listens. Functions build
    * `Location` and `Link` from the Host header the gateway hands them: this one, never the
@@ -390,16 +392,22 @@ const limitsOf = (context: Authorization['context']): PlanLimits | undefined => 
 
 /**
  * Step 3, the usage plan. apiKeyRequired with the AUTHORIZER key source: API Gateway meters
- * usageIdentifierKey against its usage plan, and a request without a key in a plan gets
- * INVALID_API_KEY (AWS docs, "Choose an API key source"). Locally the key's plan is the
- * authorizer's context.
+ * usageIdentifierKey against the stage's usage plans, and a key on none of them gets
+ * INVALID_API_KEY, 403, whatever the authorizer answered
+ * (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-api-key-source.html).
+ * So a key the key sync still holds in the mirror after its plan left the stage is refused all
+ * the same. Locally the key's limits are the authorizer's context; `onStagePlan` asks the
+ * control plane whether the key is on a plan of the local stage.
  */
 export const usagePlanVerdict = (
   authorization: Authorization,
   usagePlans: UsagePlanThrottle,
+  onStagePlan?: (keyId: string) => boolean,
 ): BackstopVerdict | 'INVALID_API_KEY' => {
   const limits = limitsOf(authorization.context)
   if (!authorization.usageKeyDigest || !limits) return 'INVALID_API_KEY'
+  const keyId = authorization.context?.keyId
+  if (onStagePlan && (typeof keyId !== 'string' || !onStagePlan(keyId))) return 'INVALID_API_KEY'
   return usagePlans.admit(authorization.usageKeyDigest, limits)
 }
 
@@ -513,6 +521,7 @@ export const createLocalGateway = ({
   authorizerCache,
   backstopFor,
   usagePlanThrottle,
+  onStagePlan,
   baseHost = () => undefined,
   failedAuthLimit,
   corsAllowOrigin,
@@ -606,7 +615,7 @@ export const createLocalGateway = ({
     }
 
     onAuthorized(res, authorized.authorization.principalId)
-    const verdict = usagePlanVerdict(authorized.authorization, usagePlans)
+    const verdict = usagePlanVerdict(authorized.authorization, usagePlans, onStagePlan)
     if (verdict !== 'admitted') return refuse(verdict)
 
     if (EXPECTS_CONTINUE.test(req.headers.expect ?? '')) res.writeContinue()

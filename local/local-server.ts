@@ -20,7 +20,12 @@ import {
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
 import { withApiReference } from './api-reference-route.ts'
 import { AuthorizerCache } from './authorizer-cache.ts'
-import { bootstrapControlPlane, type LocalKeys, localOutputs } from './control-plane-bootstrap.ts'
+import {
+  bootstrapControlPlane,
+  isKeyOnLocalStage,
+  type LocalKeys,
+  localOutputs,
+} from './control-plane-bootstrap.ts'
 import {
   createControlPlaneHandler,
   MANAGEMENT_API_PATH,
@@ -253,6 +258,7 @@ const startOn = async (
     onError: (message, error) => logger.error(message, { error }),
     authorizerCache,
     usagePlanThrottle,
+    onStagePlan: (keyId) => isKeyOnLocalStage(store, keyId),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.failedAuthLimit ? { failedAuthLimit: options.failedAuthLimit } : {}),
     ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),

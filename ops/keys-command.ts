@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util'
 import { keyValuesIn, maskingArguments, shownArgument } from '#shared/auth/key-value-mask.ts'
 import { isPlanName, PLAN_NAMES } from '#shared/config/plans-config.ts'
+import { confirmHeldRemovals, listHeldRemovals } from './held-removals-command.ts'
 import { KeyAdminError, type PlanSelector } from './key-admin-service.ts'
 import { openStageTarget, type StageTarget, type TargetChoice } from './stage-target-resolver.ts'
 
@@ -21,6 +22,8 @@ export const KEYS_USAGE = `usage: npm run keys -- [--stage staging|production [-
                                   put a key on another plan (its limits change at once)
   rotate <id> [--overlap 24h]     a new key on the same plan; the old one works until revoked,
                                   or until the overlap (5m to 365d, in m, h or d) ends
+  held                            removals the key sync holds (a plan that lost its tags or stage)
+  confirm <plan id | key id>...   apply held removals: every key of a held group must be named
   plan list                       the stage's usage plans
   plan create --customer <name> --per-minute <n> --per-day <n>
                                   a per-customer Enterprise plan
@@ -234,6 +237,9 @@ const run = async (
       )
       return
     }
+    case 'held':
+    case 'confirm':
+      return runHeldCommand(target, command, args, io)
     case 'plan': {
       const [sub] = args
       if (sub === 'list') {
@@ -274,6 +280,30 @@ const run = async (
     default:
       throw unknownCommand(command)
   }
+}
+
+/** `keys held` and `keys confirm` (held-removals-command.ts). */
+const runHeldCommand = async (
+  target: StageTarget,
+  command: string,
+  args: string[],
+  io: CommandIo,
+): Promise<void> => {
+  const removals = target.heldRemovals
+  if (!removals) {
+    throw new KeyAdminError(
+      `${command} is for deployed stages (--stage); the local server logs what its key sync holds`,
+    )
+  }
+  const say = (line: string) => io.stderr(`${line}\n`)
+  if (command === 'held') {
+    await listHeldRemovals(removals, target.admin.keysCommand, say, (line) =>
+      io.stdout(`${line}\n`),
+    )
+    return
+  }
+  if (args.length === 0) throw new UsageError('confirm needs the plan or key ids keys held lists')
+  await confirmHeldRemovals(removals, args, say)
 }
 
 export const runKeysCommand = async (

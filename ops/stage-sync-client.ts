@@ -3,6 +3,8 @@ import { isThrottlingError } from '@smithy/service-error-classification'
 import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import type { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import type { HeldRemoval, KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
+import type { HeldRemovals } from './held-removals-command.ts'
 
 /** What the key mirror grants a key: what its next request is authorized with. */
 export type MirrorView = Pick<
@@ -77,6 +79,30 @@ const described = (error: unknown) => {
   return `${name}${status === undefined ? '' : `, HTTP ${status}`}${message ? `: ${message}` : ''}`
 }
 
+/**
+ * Whether a function's answer is a key sync result: a function that answers anything else (the
+ * wrong function, a stub) would otherwise leave the CLI waiting for a mirror that never changes.
+ */
+export const isKeySyncResult = (value: unknown): value is KeySyncResult => {
+  const result = value as Partial<Record<keyof KeySyncResult, unknown>> | null
+  return (
+    typeof result === 'object' &&
+    result !== null &&
+    (result.skipped === false || typeof result.skipped === 'string') &&
+    (['upserted', 'written', 'deleted', 'heldRemovals'] as const).every(
+      (field) => typeof result[field] === 'number',
+    )
+  )
+}
+
+const parsedAnswer = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
 const viewOf = (item: KeyMirrorItem): MirrorView => ({
   keyId: item.keyId,
   plan: item.plan,
@@ -108,6 +134,12 @@ export class LocalStageSync implements StageSync {
         response.status === 429,
       )
     }
+    if (!isKeySyncResult(body)) {
+      throw new SyncFailure(
+        `${this.#origin}/_local/key-sync answered something other than a key sync result: is it the local server?`,
+        false,
+      )
+    }
     return body
   }
 
@@ -136,6 +168,8 @@ export interface AwsStageSyncOptions {
   mirror: Pick<KeyMirrorRepository, 'get'>
   /** The stack output KeyMirrorTableName (named in errors). */
   tableName: string
+  /** The key sync's state in the same table (`keys held`). */
+  state?: Pick<KeySyncStateRepository, 'get'>
 }
 
 /**
@@ -144,7 +178,7 @@ export interface AwsStageSyncOptions {
  * credentials need lambda:InvokeFunction on the one and dynamodb:GetItem on the other; a failure
  * says which is missing.
  */
-export class AwsStageSync implements StageSync {
+export class AwsStageSync implements StageSync, HeldRemovals {
   readonly #options: AwsStageSyncOptions
 
   constructor(options: AwsStageSyncOptions) {
@@ -152,6 +186,19 @@ export class AwsStageSync implements StageSync {
   }
 
   async run(ids: readonly string[], signal?: AbortSignal): Promise<KeySyncResult> {
+    return this.#invoke({ ...CLI_SYNC_EVENT, detail: { ids } }, signal)
+  }
+
+  async held(): Promise<Record<string, HeldRemoval>> {
+    if (!this.#options.state) throw new SyncFailure('No key sync state to read', false)
+    return (await this.#options.state.get()).heldRemovals ?? {}
+  }
+
+  async confirm(keyIds: readonly string[]): Promise<KeySyncResult> {
+    return this.#invoke({ confirmRemovals: keyIds })
+  }
+
+  async #invoke(event: object, signal?: AbortSignal): Promise<KeySyncResult> {
     const { functionName } = this.#options
     let answer: InvokeCommandOutput
     try {
@@ -159,7 +206,7 @@ export class AwsStageSync implements StageSync {
         new InvokeCommand({
           FunctionName: functionName,
           InvocationType: 'RequestResponse',
-          Payload: new TextEncoder().encode(JSON.stringify({ ...CLI_SYNC_EVENT, detail: { ids } })),
+          Payload: new TextEncoder().encode(JSON.stringify(event)),
         }),
         signal ? { abortSignal: signal } : {},
       )
@@ -198,7 +245,14 @@ export class AwsStageSync implements StageSync {
         errorType === READ_AGAIN || isThrottled({ name: errorType }),
       )
     }
-    return JSON.parse(text) as KeySyncResult
+    const result = parsedAnswer(text)
+    if (!isKeySyncResult(result)) {
+      throw new SyncFailure(
+        `${functionName} answered something other than a key sync result: is KeySyncFunctionName the stage's key-sync function?`,
+        false,
+      )
+    }
+    return result
   }
 
   async mirrored(keyHash: string): Promise<MirrorView | undefined> {

@@ -5,6 +5,8 @@ import { TokenBucketPacer } from '#functions/key-sync/call-pacer.ts'
 import { localControlAccess, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
+import type { HeldRemovals } from './held-removals-command.ts'
 import { CLI_CALL_RATE, KeyAdmin, KeyAdminError } from './key-admin-service.ts'
 import { readStackOutputs, type StageOutputs, stageOutputsFrom } from './stack-outputs-reader.ts'
 import { AwsStageSync, LocalStageSync, type StageSync } from './stage-sync-client.ts'
@@ -18,6 +20,8 @@ export interface StageTarget {
   stage: string
   outputs: StageOutputs
   admin: KeyAdmin
+  /** The key sync's held removals (`keys held`, `keys confirm`); deployed stages only. */
+  heldRemovals?: HeldRemovals
   /** Releases the SDK clients' connections. */
   close(): void
 }
@@ -88,14 +92,16 @@ export type DeployedSyncFactory = (parts: {
   outputs: StageOutputs
   lambda: LambdaClient
   mirror: KeyMirrorRepository
+  state?: KeySyncStateRepository
 }) => StageSync
 
-const invokeKeySyncFunction: DeployedSyncFactory = ({ outputs, lambda, mirror }) =>
+const invokeKeySyncFunction: DeployedSyncFactory = ({ outputs, lambda, mirror, state }) =>
   new AwsStageSync({
     lambda,
     functionName: outputs.keySyncFunctionName as string,
     mirror,
     tableName: outputs.keyMirrorTableName as string,
+    ...(state ? { state } : {}),
   })
 
 /**
@@ -124,10 +130,15 @@ export const openDeployedStage = async (
       client: documentClient,
       tableName: outputs.keyMirrorTableName as string,
     })
+    const state = new KeySyncStateRepository({
+      client: documentClient,
+      tableName: outputs.keyMirrorTableName as string,
+    })
+    const sync = syncWith({ outputs, lambda, mirror, state })
     const admin = new KeyAdmin({
       client: api,
       outputs,
-      sync: syncWith({ outputs, lambda, mirror }),
+      sync,
       stage,
       region: await api.config.region(),
       pacer: new TokenBucketPacer(CLI_CALL_RATE),
@@ -135,7 +146,13 @@ export const openDeployedStage = async (
       warn,
       ...(signal ? { signal } : {}),
     })
-    return { stage, outputs, admin, close }
+    return {
+      stage,
+      outputs,
+      admin,
+      close,
+      ...(sync instanceof AwsStageSync ? { heldRemovals: sync } : {}),
+    }
   } catch (error) {
     close()
     // A missing Region, stack, output or permission: the message says what to set (no stack).

@@ -33,12 +33,13 @@ export const isPastDisableAfter = (
 }
 
 /**
- * Keys a plan lists but the key listing lacks that a run looks up one by one (GetApiKey): a key
+ * Keys a plan lists but the key listing lacks are looked up one by one (GetApiKey): a key
  * created after the listing is used as found; one deleted in between, or kept in a plan's
  * listing after its deletion (moto does; AWS's documentation does not say), is gone and not
- * mirrored. More than this many is no race but a broken read.
+ * mirrored, whatever their number. More than this many that GetApiKey still finds is no race
+ * but a listing that contradicts itself.
  */
-const MAX_MISSING_LOOKUPS = 25
+const MAX_UNLISTED_FOUND = 25
 
 /** A listing that hands back a position it already gave: reading on would loop or truncate. */
 export class RepeatedPageTokenError extends Error {
@@ -63,6 +64,13 @@ export interface ReadOptions {
   cursor?: string
   /** Read only the plans the priority ids name (a second look after events), no rotation. */
   onlyNamed?: boolean
+  /** Plans the rotation passes over this run (a backoff after failed reads); named ones are tried. */
+  skipPlans?: ReadonlySet<string>
+  /** Key ids are looked up (GetUsagePlans by key) only until this instant: the rest of the run
+   * belongs to the rotation and to fresh events. */
+  lookupDeadlineMs?: number
+  /** Asked about once a second while plans are read: true ends the reading (a fresh event). */
+  interrupted?: () => Promise<boolean>
 }
 
 /**
@@ -92,6 +100,16 @@ export interface KeySourceSnapshot {
    * or there was nothing to read. The others wait for the next run.
    */
   namedRead: string[]
+  /**
+   * Named key ids left to the rotation: more of them than plans to read, so reading every plan
+   * costs fewer calls than looking each up; a rotation that begins after they were named settles
+   * them.
+   */
+  toRotation: string[]
+  /** Stage plans whose keys could not be read this run: their keys stay as they are. */
+  failedPlans: RefusedPlan[]
+  /** Priority ids whose plan (or one of whose key's plans) could not be read. */
+  namedFailed: string[]
   /** Usage plans attached to this API stage (valid or not). */
   stagePlans: number
   /** Stage plans whose tags are missing or invalid: their keys are refused. */
@@ -118,7 +136,7 @@ export interface ListedKey {
 
 /**
  * A read that contradicts itself: a usage plan of the stage lists keys that the key listing
- * lacks and that GetApiKey still finds, more than a run looks up. Such a read must not decide
+ * lacks and that GetApiKey still finds, more than a race explains. Such a read must not decide
  * which keys stop working; the run writes nothing and fails, and the next one reads again. Key
  * ids are not secrets: the message names a few.
  */
@@ -138,6 +156,8 @@ export interface KeySource {
   read(options?: ReadOptions): Promise<KeySourceSnapshot>
   /** The stage plans a key is on now (GetUsagePlans with keyId), valid ones only. */
   validPlansOfKey?(keyId: string): Promise<string[]>
+  /** Whether API Gateway still has a key (GetApiKey): false once it is deleted. */
+  keyExists?(keyId: string): Promise<boolean>
 }
 
 export interface ApiGatewayKeySourceOptions {
@@ -223,6 +243,9 @@ export class ApiGatewayKeySource implements KeySource {
     priorityIds = [],
     cursor,
     onlyNamed = false,
+    skipPlans,
+    lookupDeadlineMs,
+    interrupted,
   }: ReadOptions = {}): Promise<KeySourceSnapshot> {
     const callsBefore = this.#calls
     const limit = this.#pageSize
@@ -251,35 +274,67 @@ export class ApiGatewayKeySource implements KeySource {
       } else verdicts.set(plan.id, { usagePlanId: plan.id, ...tagged })
     }
 
-    // Plans named by id first; a key's id stands for the plans it is on (looked up when needed).
+    // Plans named by id first; a key's id stands for the plans it is on (looked up when needed),
+    // unless reading every plan costs fewer calls than the lookups.
     const named = new Set(priorityIds.filter((id) => verdicts.has(id)))
+    const namedKeys = priorityIds.filter((id) => !verdicts.has(id) && keysById.has(id))
+    // Reading every plan settles every named key at once when there are more keys than plans.
+    const toRotation = namedKeys.length > verdicts.size ? namedKeys : []
+    const onlyNamedNow = onlyNamed && toRotation.length === 0
     const plansOfNamedKey = new Map<string, string[]>()
-    for (const id of priorityIds) {
-      if (verdicts.has(id) || !keysById.has(id) || this.#pastDeadline(deadlineMs)) continue
+    const lookupsEnd = Math.min(lookupDeadlineMs ?? Infinity, deadlineMs ?? Infinity)
+    for (const id of toRotation.length > 0 ? [] : namedKeys) {
+      if (this.#pastDeadline(lookupsEnd)) break
       const planIds = await this.#stagePlansOfKey(id)
       plansOfNamedKey.set(id, planIds)
       for (const planId of planIds) named.add(planId)
     }
-    const order = onlyNamed ? [...named].sort() : readingOrder([...verdicts.keys()], named, cursor)
+    const order = onlyNamedNow
+      ? [...named].sort()
+      : readingOrder([...verdicts.keys()], named, cursor)
     const verdictOfKey = new Map<string, PlanVerdict>()
     const plansRead: string[] = []
+    const failedPlans: RefusedPlan[] = []
     let rotationCursor = cursor
+    let visited = 0
+    let checkedAt = this.#clock()
     for (const planId of order) {
       // The first plan is always read, so a run always makes progress.
-      if (plansRead.length > 0 && this.#pastDeadline(deadlineMs)) break
-      const verdict = verdicts.get(planId) as PlanVerdict
-      const planKeys = await this.#collect<UsagePlanKey>('usage plan key', (position) =>
-        this.#client.send(new GetUsagePlanKeysCommand({ usagePlanId: planId, position, limit })),
-      )
-      plansRead.push(planId)
+      if (visited > 0 && this.#pastDeadline(deadlineMs)) break
+      if (interrupted && this.#clock() - checkedAt >= 1_000) {
+        checkedAt = this.#clock()
+        if (await interrupted()) break
+      }
+      visited += 1
       if (!named.has(planId)) rotationCursor = planId
+      if (!named.has(planId) && skipPlans?.has(planId)) continue
+      const verdict = verdicts.get(planId) as PlanVerdict
+      let planKeys: UsagePlanKey[]
+      try {
+        planKeys = await this.#collect<UsagePlanKey>('usage plan key', (position) =>
+          this.#client.send(new GetUsagePlanKeysCommand({ usagePlanId: planId, position, limit })),
+        )
+      } catch (error) {
+        // One plan's fault stays with it: its keys stay as they are, the others are read.
+        failedPlans.push({ usagePlanId: planId, reason: (error as Error).name ?? 'Error' })
+        continue
+      }
+      plansRead.push(planId)
       for (const { id, type } of planKeys) {
         if (!id || (type !== undefined && type !== 'API_KEY') || verdictOfKey.has(id)) continue
         verdictOfKey.set(id, verdict)
       }
     }
 
-    await this.#resolveMissing(verdictOfKey, keysById)
+    const unresolved = await this.#resolveMissing(verdictOfKey, keysById, deadlineMs)
+    // A plan whose unlisted keys the run had no time to look up counts as unread.
+    for (const planId of unresolved) {
+      plansRead.splice(plansRead.indexOf(planId), 1)
+      failedPlans.push({ usagePlanId: planId, reason: 'UnlistedKeysNotLookedUp' })
+      for (const [keyId, verdict] of verdictOfKey) {
+        if (verdict.usagePlanId === planId) verdictOfKey.delete(keyId)
+      }
+    }
 
     const nowMs = this.#clock()
     const listed = new Map<string, ListedKey>()
@@ -316,15 +371,18 @@ export class ApiGatewayKeySource implements KeySource {
     const read = new Set(plansRead)
     // A named id is read when its plan is, or every plan of its key; an id that is neither a
     // stage plan nor a listed key (a deleted key, another stage's plan) has nothing to read.
-    const namedRead = priorityIds.filter((id) =>
-      verdicts.has(id)
-        ? read.has(id)
-        : keysById.has(id)
-          ? (plansOfNamedKey.get(id)?.every((planId) => read.has(planId)) ?? false)
-          : true,
-    )
-    const rotationDone = !onlyNamed && plansRead.length === order.length
+    const failed = new Set(failedPlans.map(({ usagePlanId }) => usagePlanId))
+    const rotationDone = !onlyNamedNow && visited === order.length
     const complete = rotationDone && plansRead.length === verdicts.size
+    const namedRead = priorityIds.filter((id) =>
+      complete
+        ? true
+        : verdicts.has(id)
+          ? read.has(id)
+          : keysById.has(id)
+            ? (plansOfNamedKey.get(id)?.every((planId) => read.has(planId)) ?? false)
+            : true,
+    )
     return {
       entries,
       plansRead,
@@ -336,9 +394,16 @@ export class ApiGatewayKeySource implements KeySource {
         ),
       ),
       complete,
-      cursor: onlyNamed ? cursor : rotationDone ? undefined : rotationCursor,
+      cursor: onlyNamedNow ? cursor : rotationDone ? undefined : rotationCursor,
       rotationDone,
       namedRead,
+      toRotation: complete ? [] : toRotation,
+      failedPlans,
+      namedFailed: priorityIds.filter((id) =>
+        verdicts.has(id)
+          ? failed.has(id)
+          : (plansOfNamedKey.get(id)?.some((planId) => failed.has(planId)) ?? false),
+      ),
       stagePlans: stagePlans.length,
       refusedPlans,
       refusedKeyIds,
@@ -367,24 +432,44 @@ export class ApiGatewayKeySource implements KeySource {
 
   /**
    * Keys the plans list but the key listing lacks: created after it (found by GetApiKey and
-   * used) or deleted (NotFound: left out). Too many to look up is a broken read.
+   * used) or deleted (NotFound: left out), whatever their number. More found than a race
+   * explains is a broken read. Returns the plans whose keys were not all looked up by the
+   * deadline.
    */
-  async #resolveMissing(verdictOfKey: Map<string, PlanVerdict>, keysById: Map<string, ApiKey>) {
+  async #resolveMissing(
+    verdictOfKey: Map<string, PlanVerdict>,
+    keysById: Map<string, ApiKey>,
+    deadlineMs: number | undefined,
+  ): Promise<Set<string>> {
     const missing = [...verdictOfKey.keys()].filter((id) => !keysById.has(id)).sort()
-    if (missing.length > MAX_MISSING_LOOKUPS) throw new InconsistentKeyReadError(missing)
+    const found: string[] = []
+    const unresolved = new Set<string>()
     for (const id of missing) {
+      // A run's reserve is for writing; lookups past its deadline wait for the next run.
+      if (this.#pastDeadline(deadlineMs === undefined ? undefined : deadlineMs + 5_000)) {
+        unresolved.add(verdictOfKey.get(id)?.usagePlanId as string)
+        continue
+      }
       const key = await this.#fetchKey(id)
-      if (key) keysById.set(id, key)
-      else verdictOfKey.delete(id)
+      if (key) {
+        keysById.set(id, key)
+        found.push(id)
+      } else verdictOfKey.delete(id)
     }
+    if (found.length > MAX_UNLISTED_FOUND) throw new InconsistentKeyReadError(found)
+    return unresolved
+  }
+
+  async keyExists(keyId: string): Promise<boolean> {
+    return (await this.#fetchKey(keyId, false)) !== undefined
   }
 
   /** The key with its value, or undefined when API Gateway no longer has it. */
-  async #fetchKey(apiKey: string): Promise<ApiKey | undefined> {
+  async #fetchKey(apiKey: string, includeValue = true): Promise<ApiKey | undefined> {
     await this.#pacer.take()
     this.#calls += 1
     try {
-      return await this.#client.send(new GetApiKeyCommand({ apiKey, includeValue: true }))
+      return await this.#client.send(new GetApiKeyCommand({ apiKey, includeValue }))
     } catch (error) {
       if ((error as { name?: string }).name === 'NotFoundException') return undefined
       throw error

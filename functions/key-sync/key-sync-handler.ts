@@ -4,7 +4,7 @@ import middy, { type MiddlewareObj } from '@middy/core'
 import type { CloudFormationCustomResourceEvent, Context, EventBridgeEvent } from 'aws-lambda'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
-import type { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import type { KeyMirrorRepository, StaleItem } from '#shared/data/key-mirror-repository.ts'
 import type {
   KeySyncState,
   KeySyncStateRepository,
@@ -74,6 +74,16 @@ export const RUN_BUDGET = { rotationMs: 30_000, reserveMs: 15_000, minPassMs: 3_
 
 /** Keys of unread plans looked up one by one in a run (a key moved to a plan not read yet). */
 const MAX_MOVED_LOOKUPS = 25
+
+/**
+ * A plan whose keys cannot be read: retried by the rotation after 1, 2, 4… minutes, at most
+ * every 15; a pending id whose plan failed this many runs stops holding the next runs up (the
+ * rotation keeps retrying the plan, and the unread-plans alarm names it).
+ */
+export const UNREAD_PLAN_BACKOFF = { firstMs: 60_000, maxMs: 15 * 60_000, namedTries: 3 } as const
+
+const backoffMs = (failures: number) =>
+  Math.min(UNREAD_PLAN_BACKOFF.firstMs * 2 ** (failures - 1), UNREAD_PLAN_BACKOFF.maxMs)
 
 /**
  * Management calls that name the usage plan or key they change: one that names none of the
@@ -235,15 +245,22 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
     reportRefusals(snapshot)
     const validPlans = new Set(snapshot.validPlans.keys())
     const plansRead = new Set(snapshot.plansRead)
+    // The key listing is read whole every run: a key disabled there (or past its disable-after
+    // tag) leaves the mirror now, whichever plans this run read.
+    const settled = [...snapshot.keys.values()].filter((key) => !key.usable).map((k) => k.keyId)
     const diff = await mirror.diff(snapshot.entries, {
       complete: snapshot.complete,
       plansRead,
       validPlans,
-      keyIds: new Set(snapshot.namedRead),
+      keyIds: new Set([...snapshot.namedRead, ...settled]),
+      listedKeyIds: new Set(snapshot.keys.keys()),
     })
     const moved = await movedEntries(snapshot, diff.staleItems)
     const movedHashes = new Set(moved.map(({ keyHash }) => keyHash))
-    const staleItems = diff.staleItems.filter(({ keyHash }) => !movedHashes.has(keyHash))
+    const staleItems = [
+      ...diff.staleItems.filter(({ keyHash }) => !movedHashes.has(keyHash)),
+      ...(await deletedKeys(diff.unlisted)),
+    ]
     const decision = decideRemovals({
       mirrorSize: diff.mirrorSize,
       planSizes: diff.planSizes,
@@ -318,7 +335,23 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
     return found
   }
 
+  /** Mirrored keys the key listing lacks that GetApiKey no longer finds: deleted. */
+  const deletedKeys = async (unlisted: readonly StaleItem[]): Promise<StaleItem[]> => {
+    if (!source.keyExists) return []
+    const gone: StaleItem[] = []
+    for (const item of unlisted.slice(0, MAX_MOVED_LOOKUPS)) {
+      if (!(await source.keyExists(item.keyId))) gone.push(item)
+    }
+    return gone
+  }
+
   const reportRefusals = (snapshot: KeySourceSnapshot) => {
+    for (const { usagePlanId, reason } of snapshot.failedPlans) {
+      logger.error('Usage plan could not be read: its keys stay as they are', {
+        usagePlanId,
+        reason,
+      })
+    }
     for (const { usagePlanId, reason } of snapshot.refusedPlans) {
       logger.error('Usage plan refused: its keys get 401', { usagePlanId, reason })
     }
@@ -351,7 +384,68 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
     } else logger.warn('Key sync applies a held removal', { ...fields, reason: group.outcome })
   }
 
-  /** One run under the lease: passes until the budget is spent or nothing named is left. */
+  /**
+   * What a run leaves about faults and pending ids: plans it could not read (retried with a
+   * backoff), ids it is done with (read, settled by a rotation that began after they were named,
+   * or given up after a few failed tries), and the tries of the others.
+   */
+  const bookkeeping = (
+    previous: KeySyncState,
+    snapshot: KeySourceSnapshot,
+    rotationStartedAt: number,
+    nowMs: number,
+  ) => {
+    const stagePlans = new Set([
+      ...snapshot.validPlans.keys(),
+      ...snapshot.refusedPlans.map(({ usagePlanId }) => usagePlanId),
+    ])
+    const unreadPlans = Object.fromEntries(
+      Object.entries(previous.unreadPlans ?? {}).filter(
+        ([planId]) => stagePlans.has(planId) && !snapshot.plansRead.includes(planId),
+      ),
+    )
+    for (const { usagePlanId, reason } of snapshot.failedPlans) {
+      const failures = (unreadPlans[usagePlanId]?.failures ?? 0) + 1
+      unreadPlans[usagePlanId] = {
+        failures,
+        since: unreadPlans[usagePlanId]?.since ?? nowMs,
+        retryAt: nowMs + backoffMs(failures),
+        reason,
+      }
+    }
+    const done = new Set(snapshot.namedRead)
+    if (snapshot.rotationDone) {
+      // Every plan was read since these were named: nothing of them is left to read.
+      for (const id of previous.pendingIds ?? []) {
+        const latest = previous.pendingNamedAt?.[id]?.at(-1)
+        if (latest !== undefined && latest < rotationStartedAt) done.add(id)
+      }
+    }
+    const namedTries: Record<string, number> = {}
+    const failedNamed = new Set(snapshot.namedFailed)
+    const givenUp: string[] = []
+    for (const id of previous.pendingIds ?? []) {
+      if (done.has(id)) continue
+      const tries = (previous.namedTries?.[id] ?? 0) + (failedNamed.has(id) ? 1 : 0)
+      if (tries >= UNREAD_PLAN_BACKOFF.namedTries) {
+        givenUp.push(id)
+        done.add(id)
+      } else if (tries > 0) namedTries[id] = tries
+    }
+    if (givenUp.length > 0) {
+      logger.error('Ids named by events whose plans keep failing are left to the rotation', {
+        ids: givenUp.slice(0, MAX_LOGGED_KEY_IDS),
+        count: givenUp.length,
+      })
+    }
+    return {
+      unreadPlans,
+      namedTries,
+      drained: (previous.pendingIds ?? []).filter((id) => done.has(id)),
+    }
+  }
+
+  /** One run under the lease: a pass over what is pending, the rotation, and the bookkeeping. */
   const runUnderLease = async (
     trigger: string,
     owner: string,
@@ -359,15 +453,27 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
     endBy: number,
     confirmed: ReadonlySet<string> | undefined,
     namedOnly: boolean,
+    taken: readonly string[],
   ): Promise<KeySyncResult> => {
     const startedAt = clock()
-    const taken = previous.pendingIds ?? []
+    const takenIds = new Set(taken)
+    const skipPlans = new Set(
+      Object.entries(previous.unreadPlans ?? {})
+        .filter(([, unread]) => unread.retryAt > startedAt)
+        .map(([planId]) => planId),
+    )
     const first = await pass(
       trigger,
       previous,
       {
         deadlineMs: Math.min(endBy, startedAt + RUN_BUDGET.rotationMs),
+        // Looking up named keys one by one takes at most half the rotation's time.
+        lookupDeadlineMs: startedAt + RUN_BUDGET.rotationMs / 2,
         priorityIds: taken,
+        skipPlans,
+        // An event named meanwhile ends the reading: the next pass reads it, within seconds.
+        interrupted: async () =>
+          ((await state.get()).pendingIds ?? []).some((id) => !takenIds.has(id)),
         ...(previous.cursor !== undefined ? { cursor: previous.cursor } : {}),
         // An event's run reads what events named and leaves the rotation to the schedule: a
         // change is in force seconds after its event, at any plan count.
@@ -403,15 +509,19 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
       previous.cursor === undefined ? startedAt : (previous.rotationStartedAt ?? startedAt)
     const { cursor, rotationDone } = first.snapshot
     const lastCompleteAt = rotationDone ? rotationStartedAt : previous.lastCompleteAt
+    const kept = bookkeeping(previous, first.snapshot, rotationStartedAt, startedAt)
     await state.complete(owner, {
       ...(Object.keys(held).length > 0 ? { heldRemovals: held } : {}),
       ...(cursor !== undefined ? { cursor, rotationStartedAt } : {}),
       ...(lastCompleteAt !== undefined ? { lastCompleteAt } : {}),
+      unreadPlans: kept.unreadPlans,
+      namedTries: kept.namedTries,
       flushPending,
       stageIds,
       lastSuccessAt: startedAt,
       // Ids this run could not get to (its budget ran out) stay pending for the next.
-      pendingIds: first.snapshot.namedRead,
+      pendingIds: kept.drained,
+      ...(previous.pendingNamedAt ? { pendingNamedAt: previous.pendingNamedAt } : {}),
     })
     logger.info('Key mirror synced', {
       trigger,
@@ -425,6 +535,11 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
     metrics.addMetric(KEY_SYNC_METRICS.removalsHeld, MetricUnit.Count, total.heldRemovals)
     metrics.addMetric(KEY_SYNC_METRICS.invalidPlans, MetricUnit.Count, total.refusedPlans)
     metrics.addMetric(KEY_SYNC_METRICS.plansLost, MetricUnit.Count, lostPlans)
+    metrics.addMetric(
+      KEY_SYNC_METRICS.unreadPlans,
+      MetricUnit.Count,
+      Object.keys(kept.unreadPlans).length,
+    )
     metrics.addMetric(KEY_SYNC_METRICS.refusedKeys, MetricUnit.Count, total.refusedKeys)
     metrics.addMetric(KEY_SYNC_METRICS.managementCalls, MetricUnit.Count, total.managementCalls)
     if (lastCompleteAt !== undefined) {
@@ -447,6 +562,15 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
   ): Promise<KeySyncResult> => {
     const endBy = clock() + remainingMs(context) - RUN_BUDGET.reserveMs
     let total: KeySyncResult | undefined
+    // Ids a pass of this invocation was given, and when: a re-pass reads only ids named since (a
+    // failing plan is tried once per invocation, a backlog left to the rotation is not looked up
+    // again).
+    const attempted = new Map<string, number>()
+    const fresh = ({ pendingIds = [], pendingNamedAt }: KeySyncState) =>
+      pendingIds.filter((id) => {
+        const at = attempted.get(id)
+        return at === undefined || (pendingNamedAt?.[id]?.at(-1) ?? 0) > at
+      })
     // Runs again, on what events named, while ids are pending after a run gave the lease up:
     // named while it read (their own runs found the lease taken and returned), as long as the
     // budget allows a pass.
@@ -460,11 +584,13 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
         })
         return skipped('lease-held')
       }
-      if (total && !previous.pendingIds) {
+      const taken = fresh(previous)
+      if (total && taken.length === 0) {
         // Another run read them in between.
         await state.release(owner)
         break
       }
+      for (const id of taken) attempted.set(id, clock())
       try {
         const result = await runUnderLease(
           trigger,
@@ -473,6 +599,7 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
           endBy,
           confirmed,
           namedOnly || total !== undefined,
+          taken,
         )
         total = total ? addUp(total, result) : result
       } catch (error) {
@@ -484,10 +611,7 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
         })
         throw error
       }
-    } while (
-      ((await state.get()).pendingIds ?? []).length > 0 &&
-      clock() + RUN_BUDGET.minPassMs <= endBy
-    )
+    } while (fresh(await state.get()).length > 0 && clock() + RUN_BUDGET.minPassMs <= endBy)
     return total
   }
 
@@ -508,6 +632,7 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
     const planIds = (event.ResourceProperties as { UsagePlanIds?: unknown }).UsagePlanIds
     await state.addPending(
       Array.isArray(planIds) ? planIds.filter((id): id is string => typeof id === 'string') : [],
+      clock(),
     )
     return sync(`CloudFormation ${event.RequestType}`, context)
   }
@@ -549,13 +674,13 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
         }
         // Recorded before the lease is tried: a run holding it reads them before it returns.
         const ids = idsIn(detail.requestParameters)
-        await state.addPending(ids)
+        await state.addPending(ids, clock())
         return sync(trigger, context, undefined, ids.length > 0)
       }
       // An invoker that made a change (the keys CLI) names its plan and key ids: they are read
       // first, at any plan count, as an event's are.
       const ids = invokerIds(event.detail)
-      await state.addPending(ids)
+      await state.addPending(ids, clock())
       return sync(trigger, context, undefined, ids.length > 0)
     })
 }

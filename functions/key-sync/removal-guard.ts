@@ -6,10 +6,15 @@ import type { HeldRemoval } from '#shared/data/key-sync-state-repository.ts'
  * The mirror is only as good as the last read of API Gateway, so one bad read must not empty it,
  * nor take a customer's keys away: a removal that looks like a bad read or a console slip is held
  * until runs spanning five minutes agree on exactly the same keys, or an operator confirms them
- * by id. Held, per group of keys:
+ * by id; the keys of a lost plan wait for the operator however long that takes. Held, per group
+ * of keys:
  * - the whole mirror: more than half of a mirror of at least ten keys;
  * - a plan that is no longer a valid plan of the stage (tags lost or mistyped, detached, deleted,
- *   or missing from a read) while it has keys, whatever their number;
+ *   or missing from a read) while it has keys, whatever their number: never applied by
+ *   agreement, only by confirmation. Holding them is safe: API Gateway itself refuses a key on
+ *   no usage plan of the stage (methods require an API key, key source AUTHORIZER; see
+ *   docs/reliability.md), so a held key of a plan that really left the stage still gets 403;
+ *   a plan whose tags were mistyped keeps working until someone looks;
  * - all keys of a plan that has two or more, or more than half of a plan that has four or more.
  * Revoking a customer's single key, or a few keys of a plan, goes through at once.
  */
@@ -95,15 +100,25 @@ export const decideRemovals = (input: RemovalInput): RemovalDecision => {
   const { staleItems, held, nowMs, confirmedKeyIds } = input
   const lostPlans = [...input.planSizes.keys()].filter((id) => !input.validPlans.has(id)).sort()
   const byGroup = new Map<string, { cause: HoldCause | undefined; items: StaleItem[] }>()
-  if (isMassRemoval(input.mirrorSize, staleItems.length)) {
-    byGroup.set(WHOLE_MIRROR, { cause: 'mirror', items: [...staleItems] })
+  // Lost plans' keys are their own groups, whatever else the run removes: they wait for an
+  // operator, where a whole-mirror removal may be applied by agreement.
+  const lost = staleItems.filter((item) => !input.validPlans.has(item.usagePlanId))
+  const rest = staleItems.filter((item) => input.validPlans.has(item.usagePlanId))
+  for (const item of lost) {
+    const group = byGroup.get(item.usagePlanId) ?? { cause: 'plan-lost', items: [] }
+    group.items.push(item)
+    byGroup.set(item.usagePlanId, group)
+  }
+  if (isMassRemoval(input.mirrorSize, rest.length)) {
+    byGroup.set(WHOLE_MIRROR, { cause: 'mirror', items: rest })
   } else {
-    for (const item of staleItems) {
+    for (const item of rest) {
       const group = byGroup.get(item.usagePlanId) ?? { cause: undefined, items: [] }
       group.items.push(item)
       byGroup.set(item.usagePlanId, group)
     }
     for (const [planId, group] of byGroup) {
+      if (group.cause === 'plan-lost') continue
       group.cause = causeOf(
         planId,
         input.planSizes.get(planId) ?? group.items.length,
@@ -129,14 +144,14 @@ export const decideRemovals = (input: RemovalInput): RemovalDecision => {
     const firstSeenAt = before?.firstSeenAt ?? nowMs
     const outcome = keyIds.every((id) => confirmedKeyIds?.has(id))
       ? 'confirmed'
-      : before && nowMs - before.firstSeenAt >= MASS_REMOVAL.agreementMs
+      : before && cause !== 'plan-lost' && nowMs - before.firstSeenAt >= MASS_REMOVAL.agreementMs
         ? 'agreed'
         : 'held'
     groups.push({ group, cause, keyIds, outcome, firstSeenAt })
     if (outcome === 'held') {
       withheld += hashes.length
       // A new removal, or a different one: the five minutes start again.
-      nextHeld[group] = { digest, count: hashes.length, firstSeenAt }
+      nextHeld[group] = { digest, count: hashes.length, firstSeenAt, cause, keyIds }
     } else remove.push(...hashes)
   }
   // Holds of plans this run did not read stand until a run reads them.

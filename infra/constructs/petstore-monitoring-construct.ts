@@ -211,8 +211,16 @@ export class PetstoreMonitoring extends Construct {
       }),
       alarmOnFirst(
         'KeySyncRemovalsHeldAlarm',
-        `Petstore ${stage}: the key sync withheld a removal of keys: more than half of the stage's keys, all or most keys of a plan, or the keys of a plan that lost its tags or its stage. It applies once runs spanning 5 minutes agree; to apply it now, invoke the KeySyncFunctionName output with the "confirm" payload the /petstore/${stage}/key-sync log line gives ({"confirmRemovals": [<key ids>]}).`,
+        `Petstore ${stage}: the key sync withheld a removal of keys: more than half of the stage's keys, all or most keys of a plan, or the keys of a plan that lost its tags or its stage. A plan's or the mirror's mass removal applies once runs spanning 5 minutes agree; the keys of a plan that lost its tags or its stage wait for an operator however long (API Gateway refuses them meanwhile if the plan really left the stage). See them with npm run keys -- --stage ${stage} held and apply them with npm run keys -- --stage ${stage} confirm <plan id> (docs/operations.md#key-sync-guard).`,
         keySyncMetric(KEY_SYNC_METRICS.removalsHeld).with({
+          statistic: 'Maximum',
+          period: ONE_MINUTE,
+        }),
+      ),
+      alarmOnFirst(
+        'KeySyncUnreadPlansAlarm',
+        `Petstore ${stage}: the key sync could not read the keys of a usage plan of the stage (throttled, denied, or a broken listing): that plan's keys stay as they were (revocations on it wait; other plans sync), and the rotation retries it with a backoff. The /petstore/${stage}/key-sync log line "Usage plan could not be read" names the plan and the error (docs/operations.md#a-plan-that-cannot-be-read).`,
+        keySyncMetric(KEY_SYNC_METRICS.unreadPlans).with({
           statistic: 'Maximum',
           period: ONE_MINUTE,
         }),

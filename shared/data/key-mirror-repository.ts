@@ -48,6 +48,11 @@ export interface DiffScope {
   plansRead: ReadonlySet<string>
   validPlans: ReadonlySet<string>
   keyIds?: ReadonlySet<string>
+  /**
+   * Every key id of the key listing: a mirrored key it lacks is reported as `unlisted` (deleted,
+   * or a listing a moment behind; the caller asks).
+   */
+  listedKeyIds?: ReadonlySet<string>
 }
 
 /** How the mirror differs from what API Gateway says now (see KeyMirrorRepository.diff). */
@@ -63,6 +68,8 @@ export interface MirrorDiff {
   stale: string[]
   /** The same keys, with their id and plan. */
   staleItems: StaleItem[]
+  /** Mirrored keys out of scope that the key listing lacks (only with `listedKeyIds`). */
+  unlisted: StaleItem[]
 }
 
 export interface ReplaceAllResult {
@@ -155,14 +162,24 @@ export class KeyMirrorRepository {
       scope.plansRead.has(String(item.usagePlanId)) ||
       !scope.validPlans.has(String(item.usagePlanId)) ||
       scope.keyIds?.has(String(item.keyId)) === true
-    const staleItems = [...existing]
+    const toStale = ([keyHash, item]: [string, Item]): StaleItem => ({
+      keyHash,
+      keyId: String(item.keyId),
+      usagePlanId: String(item.usagePlanId),
+    })
+    const sorted = [...existing].sort(([a], [b]) => a.localeCompare(b))
+    const staleItems = sorted
       .filter(([keyHash, item]) => !wanted.has(keyHash) && inScope(item))
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([keyHash, item]) => ({
-        keyHash,
-        keyId: String(item.keyId),
-        usagePlanId: String(item.usagePlanId),
-      }))
+      .map(toStale)
+    const listed = scope?.listedKeyIds
+    const unlisted = listed
+      ? sorted
+          .filter(
+            ([keyHash, item]) =>
+              !wanted.has(keyHash) && !inScope(item) && !listed.has(String(item.keyId)),
+          )
+          .map(toStale)
+      : []
     return {
       entries,
       mirrorSize: existing.size,
@@ -173,6 +190,7 @@ export class KeyMirrorRepository {
       }),
       stale: staleItems.map(({ keyHash }) => keyHash),
       staleItems,
+      unlisted,
     }
   }
 

@@ -15,6 +15,21 @@ export interface HeldRemoval {
   count: number
   /** When a run first saw this removal (ms since the epoch). */
   firstSeenAt: number
+  /** Why it is held (removal-guard.ts HoldCause) and the ids of its keys, for `keys held`. */
+  cause?: string
+  keyIds?: string[]
+}
+
+/** A stage plan whose keys could not be read (throttled, denied, a broken listing). */
+export interface UnreadPlan {
+  /** Runs in a row that failed to read it. */
+  failures: number
+  /** When the first of them failed (ms since the epoch). */
+  since: number
+  /** Not tried by the rotation before this instant (a backoff; ms since the epoch). */
+  retryAt: number
+  /** The last error's name. */
+  reason: string
 }
 
 /** What one sync run leaves for the next, in the mirror table's `#key-sync` item. */
@@ -34,6 +49,15 @@ export interface KeySyncState {
    * and a run that ends with some left takes the lease again.
    */
   pendingIds?: string[]
+  /**
+   * When each pending id was named (ms since the epoch; every time, oldest first): ids are read
+   * in arrival order, and a rotation that began after an id was named settles it.
+   */
+  pendingNamedAt?: Record<string, number[]>
+  /** Runs that tried a pending id's plan and failed to read it: after a few it stops blocking. */
+  namedTries?: Record<string, number>
+  /** Stage plans the last runs could not read, and when the rotation tries them again. */
+  unreadPlans?: Record<string, UnreadPlan>
   /** The mirror changed but the authorizer cache could not be flushed: the next run retries. */
   flushPending?: boolean
   /**
@@ -66,33 +90,77 @@ const toHeld = (value: unknown): HeldRemoval | undefined => {
   const digest = held?.digest
   const count = num(held?.count)
   const firstSeenAt = num(held?.firstSeenAt)
-  return typeof digest === 'string' && count !== undefined && firstSeenAt !== undefined
-    ? { digest, count, firstSeenAt }
+  if (typeof digest !== 'string' || count === undefined || firstSeenAt === undefined)
+    return undefined
+  return {
+    digest,
+    count,
+    firstSeenAt,
+    ...(typeof held?.cause === 'string' ? { cause: held.cause } : {}),
+    ...(Array.isArray(held?.keyIds) ? { keyIds: held.keyIds.map(String) } : {}),
+  }
+}
+
+const toUnread = (value: unknown): UnreadPlan | undefined => {
+  const item = value as Item | undefined
+  const failures = num(item?.failures)
+  const since = num(item?.since)
+  const retryAt = num(item?.retryAt)
+  return failures !== undefined && since !== undefined && retryAt !== undefined
+    ? { failures, since, retryAt, reason: String(item?.reason ?? 'unknown') }
     : undefined
+}
+
+/** A map attribute's entries, each converted (those that do not convert are dropped). */
+const entriesOf = <T>(value: unknown, convert: (entry: unknown) => T | undefined) => {
+  const out: Record<string, T> = {}
+  if (typeof value !== 'object' || value === null) return out
+  for (const [name, entry] of Object.entries(value as Item)) {
+    const converted = convert(entry)
+    if (converted !== undefined) out[name] = converted
+  }
+  return out
+}
+
+/**
+ * A pending entry is `<ms>#<id>`: the set keeps one entry per naming, so concurrent events add
+ * and never overwrite, and the run that reads an id deletes exactly the entries it saw.
+ */
+const PENDING_SEPARATOR = '#'
+const pendingEntry = (id: string, namedAt: number) =>
+  namedAt === 0 ? id : `${namedAt}${PENDING_SEPARATOR}${id}`
+
+const toPending = (value: unknown): Pick<KeySyncState, 'pendingIds' | 'pendingNamedAt'> => {
+  if (!(value instanceof Set) || value.size === 0) return {}
+  const namedAt: Record<string, number[]> = {}
+  for (const entry of [...value].map(String)) {
+    const at = entry.indexOf(PENDING_SEPARATOR)
+    // An entry from before arrival order was kept counts as the oldest.
+    const id = at < 0 ? entry : entry.slice(at + 1)
+    const time = at < 0 ? 0 : Number(entry.slice(0, at))
+    namedAt[id] = [...(namedAt[id] ?? []), time].sort((a, b) => a - b)
+  }
+  const first = (id: string) => namedAt[id]?.[0] ?? 0
+  const pendingIds = Object.keys(namedAt).sort((a, b) => first(a) - first(b) || a.localeCompare(b))
+  return { pendingIds, pendingNamedAt: namedAt }
 }
 
 const toState = (item: Item | undefined): KeySyncState => {
   if (!item) return {}
-  const heldRemovals: Record<string, HeldRemoval> = {}
-  const heldItem = item.heldRemovals
-  if (typeof heldItem === 'object' && heldItem !== null) {
-    for (const [group, value] of Object.entries(heldItem as Item)) {
-      const held = toHeld(value)
-      if (held) heldRemovals[group] = held
-    }
-  }
+  const heldRemovals = entriesOf(item.heldRemovals, toHeld)
+  const unreadPlans = entriesOf(item.unreadPlans, toUnread)
+  const namedTries = entriesOf(item.namedTries, num)
   const lastSuccessAt = num(item.lastSuccessAt)
   const lastCompleteAt = num(item.lastCompleteAt)
   const rotationStartedAt = num(item.rotationStartedAt)
-  const pending = item.pendingIds
   return {
     ...(Object.keys(heldRemovals).length > 0 ? { heldRemovals } : {}),
+    ...(Object.keys(unreadPlans).length > 0 ? { unreadPlans } : {}),
+    ...(Object.keys(namedTries).length > 0 ? { namedTries } : {}),
     ...(typeof item.rotationCursor === 'string' ? { cursor: item.rotationCursor } : {}),
     ...(lastCompleteAt !== undefined ? { lastCompleteAt } : {}),
     ...(rotationStartedAt !== undefined ? { rotationStartedAt } : {}),
-    ...(pending instanceof Set && pending.size > 0
-      ? { pendingIds: [...pending].map(String).sort() }
-      : {}),
+    ...toPending(item.pendingIds),
     ...(item.flushPending === true ? { flushPending: true } : {}),
     ...(Array.isArray(item.stageIds) ? { stageIds: item.stageIds.map(String) } : {}),
     ...(lastSuccessAt !== undefined ? { lastSuccessAt } : {}),
@@ -150,21 +218,24 @@ export class KeySyncStateRepository {
    * never overwrite). Needs no lease: the event's own run, or the run holding the lease, reads
    * them.
    */
-  async addPending(ids: readonly string[]): Promise<void> {
+  async addPending(ids: readonly string[], namedAt: number = Date.now()): Promise<void> {
     if (ids.length === 0) return
     await this.#client.send(
       new UpdateCommand({
         TableName: this.#tableName,
         Key: LEASE_KEY,
         UpdateExpression: 'ADD pendingIds :ids',
-        ExpressionAttributeValues: { ':ids': new Set(ids) },
+        ExpressionAttributeValues: {
+          ':ids': new Set(ids.map((id) => pendingEntry(id, Math.round(namedAt)))),
+        },
       }),
     )
   }
 
   /**
    * Saves the state a successful run leaves and gives the lease up, in one write; the pending
-   * ids the run read (`state.pendingIds`) leave the set, ids added meanwhile stay.
+   * ids the run read (`state.pendingIds`, their entries as `state.pendingNamedAt` gives them, or
+   * every entry the run saw when it gives none) leave the set, entries added meanwhile stay.
    */
   async complete(owner: string, state: KeySyncState): Promise<void> {
     const set = ['lastSuccessAt = :lastSuccessAt', 'flushPending = :flushPending']
@@ -174,8 +245,10 @@ export class KeySyncStateRepository {
       ':lastSuccessAt': state.lastSuccessAt ?? 0,
       ':flushPending': state.flushPending === true,
       ':held': state.heldRemovals ?? {},
+      ':unread': state.unreadPlans ?? {},
+      ':tries': state.namedTries ?? {},
     }
-    set.push('heldRemovals = :held')
+    set.push('heldRemovals = :held', 'unreadPlans = :unread', 'namedTries = :tries')
     if (state.cursor !== undefined) {
       set.push('rotationCursor = :cursor')
       values[':cursor'] = state.cursor
@@ -192,7 +265,10 @@ export class KeySyncStateRepository {
       set.push('stageIds = :stageIds')
       values[':stageIds'] = state.stageIds
     }
-    const drained = state.pendingIds ?? []
+    const drained = (state.pendingIds ?? []).flatMap((id) => {
+      const times = state.pendingNamedAt?.[id]
+      return times ? times.map((at) => pendingEntry(id, at)) : [id]
+    })
     if (drained.length > 0) values[':drained'] = new Set(drained)
     await this.#client.send(
       new UpdateCommand({

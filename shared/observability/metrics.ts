@@ -76,6 +76,8 @@ export const KEY_SYNC_METRICS = {
   invalidPlans: 'KeySyncInvalidPlans',
   /** Plans with mirrored keys that are no longer valid plans of the stage (lost tags or stage). */
   plansLost: 'KeySyncPlansLost',
+  /** Stage plans whose keys the last runs could not read (their keys stay as they were). */
+  unreadPlans: 'KeySyncUnreadPlans',
   /** Seconds since the last run that read every plan of the stage. */
   rotationAge: 'KeySyncRotationAge',
   refusedKeys: 'KeySyncRefusedKeys',

@@ -233,8 +233,8 @@ describe('alarms', () => {
   it('notifies the stage topic on alarm and on recovery', () => {
     const [[topicId]] = resourcesOf(production, 'AWS::SNS::Topic') as [[string, CfnResource]]
     const alarms = alarmsOf(production)
-    // 16 stage alarms and, in production, the rollout gates: 2 per operation, 1 for the authorizer.
-    expect(alarms).toHaveLength(16 + 2 * ROUTES.length + 1)
+    // 17 stage alarms and, in production, the rollout gates: 2 per operation, 1 for the authorizer.
+    expect(alarms).toHaveLength(17 + 2 * ROUTES.length + 1)
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([{ Ref: topicId }])
       expect(alarm.OKActions).toEqual([{ Ref: topicId }])

@@ -57,6 +57,8 @@ export class FakeApiGateway {
   readonly unlistedKeyIds = new Set<string>()
   /** Whether GetUsagePlans answers an empty list (plans momentarily missing from a read). */
   plansMissing = false
+  /** GetUsagePlanKeys of these plans throws (a plan throttled or denied on every call). */
+  readonly planKeysFailures = new Map<string, Error>()
   /** Plans GetUsagePlans leaves out (one plan missing from a page of the listing). */
   readonly unlistedPlanIds = new Set<string>()
   /** FlushStageAuthorizersCache calls, as `restApiId/stageName`. */
@@ -80,16 +82,18 @@ export class FakeApiGateway {
         input,
       ),
     )
-    this.mock.on(GetUsagePlanKeysCommand).callsFake(async (input) =>
-      this.#page(
+    this.mock.on(GetUsagePlanKeysCommand).callsFake(async (input) => {
+      const failure = this.planKeysFailures.get(input.usagePlanId)
+      if (failure) throw failure
+      return this.#page(
         (this.planKeys.get(input.usagePlanId) ?? []).map((id) => ({
           id,
           type: 'API_KEY',
           name: this.keys.get(id)?.name,
         })),
         input,
-      ),
-    )
+      )
+    })
     this.mock.on(GetApiKeysCommand).callsFake(async (input) =>
       this.#page(
         [...this.keys.values()]

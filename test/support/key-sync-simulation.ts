@@ -74,11 +74,36 @@ let tables = 0
  * Lambda's remaining time counts down on the same clock; a run that reaches the timeout throws.
  * DynamoDB calls take real time, not virtual (milliseconds each, not the bottleneck).
  */
-export const simulateKeySyncAtScale = async (
+/** A simulated stage: the real sync over a fake API Gateway on one virtual clock. */
+export interface SimulatedKeySync {
+  gateway: FakeApiGateway
+  mirror: KeyMirrorRepository
+  state: KeySyncStateRepository
+  tableName: string
+  now(): number
+  /** Moves the virtual clock on (time passing outside a run). */
+  advance(ms: number): void
+  /** One invocation as Lambda makes it; throws when a run reaches the timeout. */
+  invoke(event: KeySyncEvent): Promise<KeySyncResult>
+  /** The longest run so far. */
+  longestRunMs(): number
+  /** Runs after every management call (a change made while a run reads). */
+  onCall: (() => Promise<void>) | undefined
+  planId(p: number): string
+}
+
+/**
+ * The key sync on a virtual clock: the real handler, key source, pacer (5 calls/s, burst 10),
+ * mirror and state repositories (on `dynamo`), against an in-memory API Gateway whose every call
+ * takes 100–200 ms of virtual time, with `plans` stage plans and `keys` keys (key k on plan
+ * k mod plans). Lambda's remaining time counts down on the same clock. DynamoDB calls take real
+ * time, not virtual (milliseconds each, not the bottleneck).
+ */
+export const simulatedKeySync = async (
   dynamo: SimulationDynamo,
   plans: number,
   keys: number,
-): Promise<KeySyncAtScale> => {
+): Promise<SimulatedKeySync> => {
   let now = Date.parse('2027-03-05T10:00:00Z')
   const clock = () => now
   const gateway = new FakeApiGateway()
@@ -86,13 +111,16 @@ export const simulateKeySyncAtScale = async (
   for (let p = 0; p < plans; p += 1) gateway.addPlan(planId(p), { tags: planTags('pro') })
   for (let k = 0; k < keys; k += 1) gateway.addKey(`key${k}`, planId(k % plans))
   const latency = latencies(plans)()
-  gateway.client.middlewareStack.add(
-    (next) => async (args) => {
-      now += latency()
-      return next(args)
-    },
-    { step: 'initialize', name: 'virtualLatency' },
-  )
+  const simulation: SimulatedKeySync = {} as SimulatedKeySync
+  // aws-sdk-client-mock replaces send(), so no middleware of the client runs: the latency wraps
+  // the replaced send itself.
+  const send = gateway.client.send.bind(gateway.client)
+  gateway.client.send = (async (command: never) => {
+    now += latency()
+    const answer = await send(command)
+    await simulation.onCall?.()
+    return answer
+  }) as typeof gateway.client.send
   tables += 1
   const tableName = `simulated-key-mirror-${process.pid}-${tables}`
   await ensureTable(dynamo.client, keyMirrorTableDefinition(tableName))
@@ -134,21 +162,49 @@ export const simulateKeySyncAtScale = async (
     return result
   }
 
+  Object.assign(simulation, {
+    gateway,
+    mirror,
+    state,
+    tableName,
+    now: () => now,
+    advance: (ms: number) => {
+      now += ms
+    },
+    invoke,
+    longestRunMs: () => longestRunMs,
+    onCall: undefined,
+    planId,
+  })
+  return simulation
+}
+
+/**
+ * A full reconciliation at scale, then a key attached in the console announced by its event, with
+ * the sync idle and while a scheduled run reads.
+ */
+export const simulateKeySyncAtScale = async (
+  dynamo: SimulationDynamo,
+  plans: number,
+  keys: number,
+): Promise<KeySyncAtScale> => {
+  const sim = await simulatedKeySync(dynamo, plans, keys)
+  const { gateway, mirror, invoke, planId } = sim
   // A full reconciliation from an empty mirror: the schedule's runs, a minute apart.
-  const start = now
+  const start = sim.now()
   let runs = 0
   let mirrored = 0
   for (;;) {
-    now = start + runs * MINUTE
+    sim.advance(start + runs * MINUTE - sim.now())
     runs += 1
     mirrored += (await invoke(scheduledEvent)).written
-    if ((await state.get()).cursor === undefined) break
+    if ((await sim.state.get()).cursor === undefined) break
     if (runs > 100) throw new Error('The rotation did not end in 100 runs')
   }
-  const fullReconciliationMs = now - start
+  const fullReconciliationMs = sim.now() - start
   const { Item: syncItem } = await dynamo.documentClient.send(
     new GetCommand({
-      TableName: tableName,
+      TableName: sim.tableName,
       Key: { [KEY_MIRROR_TABLE.partitionKey]: KEY_MIRROR_TABLE.syncStateKey },
       ConsistentRead: true,
     }),
@@ -158,44 +214,34 @@ export const simulateKeySyncAtScale = async (
   const middle = planId(Math.floor(plans / 2))
   const attach = (id: string): KeySyncEvent => {
     gateway.addKey(id, middle)
-    return {
-      ...scheduledEvent,
-      'detail-type': 'AWS API Call via CloudTrail',
-      source: 'aws.apigateway',
-      detail: {
-        eventName: 'CreateUsagePlanKey',
-        requestParameters: {
-          usagePlanId: middle,
-          createUsagePlanKeyInput: { keyId: id, keyType: 'API_KEY' },
-        },
-      },
-    }
+    return managementEvent('CreateUsagePlanKey', {
+      usagePlanId: middle,
+      createUsagePlanKeyInput: { keyId: id, keyType: 'API_KEY' },
+    })
   }
   const inForceSince = async (id: string, since: number) =>
-    (await mirror.get(hashApiKey(keyValueOf(id)), { consistent: true })) ? now - since : Number.NaN
+    (await mirror.get(hashApiKey(keyValueOf(id)), { consistent: true }))
+      ? sim.now() - since
+      : Number.NaN
 
-  now += 10 * MINUTE
-  const idleAt = now
+  sim.advance(10 * MINUTE)
+  const idleAt = sim.now()
   await invoke(attach('keyidle'))
   const changeIdleMs = await inForceSince('keyidle', idleAt)
 
   // The event arrives while a scheduled run reads: its own run finds the lease taken.
-  now += 10 * MINUTE
+  sim.advance(10 * MINUTE)
   let eventAt = 0
-  let eventRun: Promise<KeySyncResult> | undefined
-  const send = gateway.client.send.bind(gateway.client)
   let calls = 0
-  gateway.client.send = (async (command: never) => {
+  sim.onCall = async () => {
     calls += 1
-    if (calls === 3 && !eventRun) {
-      eventAt = now
-      eventRun = invoke(attach('keybusy'))
-      await eventRun
+    if (calls === 3) {
+      eventAt = sim.now()
+      await invoke(attach('keybusy'))
     }
-    return send(command)
-  }) as typeof gateway.client.send
+  }
   await invoke(scheduledEvent)
-  gateway.client.send = send
+  sim.onCall = undefined
   const changeMidRunMs = await inForceSince('keybusy', eventAt)
 
   return {
@@ -204,9 +250,89 @@ export const simulateKeySyncAtScale = async (
     runs,
     fullReconciliationMs,
     mirrored,
-    longestRunMs,
+    longestRunMs: sim.longestRunMs(),
     leaseKept: syncItem?.leaseOwner !== undefined,
     changeIdleMs,
     changeMidRunMs,
+  }
+}
+
+/** A CloudTrail management event as EventBridge delivers it. */
+export const managementEvent = (
+  eventName: string,
+  requestParameters: Record<string, unknown>,
+): KeySyncEvent => ({
+  ...scheduledEvent,
+  'detail-type': 'AWS API Call via CloudTrail',
+  source: 'aws.apigateway',
+  detail: { eventName, requestParameters },
+})
+
+export interface BacklogOutcome {
+  plans: number
+  backlog: number
+  /** From a console disable (its event a second after the bulk change's) to the key out. */
+  revocationMs: number
+  /** From the bulk change to no id pending. */
+  backlogGoneMs: number
+}
+
+/**
+ * A script renames `backlog` keys (one UpdateApiKey event each: their ids pending while the
+ * first event's run holds the lease), and a second later a key is disabled in the console and its
+ * event arrives. Scheduled runs follow a minute apart, for at most `horizonMs`.
+ */
+export const simulateBacklog = async (
+  dynamo: SimulationDynamo,
+  plans: number,
+  keys: number,
+  backlog: number,
+  horizonMs = 60 * MINUTE,
+): Promise<BacklogOutcome> => {
+  const sim = await simulatedKeySync(dynamo, plans, keys)
+  for (let run = 0; ; run += 1) {
+    await sim.invoke(scheduledEvent)
+    if ((await sim.state.get()).cursor === undefined) break
+    if (run > 100) throw new Error('The rotation did not end in 100 runs')
+    sim.advance(MINUTE)
+  }
+  sim.advance(10 * MINUTE)
+  // Ids as long as API Gateway's; the disabled key's sorts after every renamed one.
+  const renamed = Array.from({ length: backlog }, (_, k) => `key${keys - 1 - backlog + k}`)
+  const victim = `key${keys - 1}`
+  const victimHash = hashApiKey(keyValueOf(victim))
+  const update = (apiKey: string) =>
+    managementEvent('UpdateApiKey', { apiKey, patchOperations: [{ op: 'replace' }] })
+  const changedAt = sim.now()
+  await sim.state.addPending(renamed.slice(1), changedAt)
+  let revokedAt: number | undefined
+  let disabled = false
+  sim.onCall = async () => {
+    if (!disabled && sim.now() >= changedAt + 1_000) {
+      disabled = true
+      sim.gateway.setEnabled(victim, false)
+      await sim.invoke(update(victim))
+    }
+    if (disabled && revokedAt === undefined && !(await sim.mirror.get(victimHash))) {
+      revokedAt = sim.now()
+    }
+  }
+  let backlogGoneAt: number | undefined
+  await sim.invoke(update(renamed[0] as string))
+  for (let minute = 1; sim.now() < changedAt + horizonMs; minute += 1) {
+    if (backlogGoneAt === undefined && !(await sim.state.get()).pendingIds) {
+      backlogGoneAt = sim.now()
+    }
+    if (revokedAt !== undefined && backlogGoneAt !== undefined) break
+    sim.advance(Math.max(0, changedAt + minute * MINUTE - sim.now()))
+    await sim.invoke(scheduledEvent)
+    if (revokedAt === undefined && !(await sim.mirror.get(victimHash))) revokedAt = sim.now()
+  }
+  sim.onCall = undefined
+  return {
+    plans,
+    backlog,
+    revocationMs: revokedAt === undefined ? Number.NaN : revokedAt - changedAt,
+    backlogGoneMs: backlogGoneAt === undefined ? Number.NaN : backlogGoneAt - changedAt,
   }
 }

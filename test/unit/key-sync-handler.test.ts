@@ -39,6 +39,9 @@ const snapshotOf = (
   cursor: undefined,
   rotationDone: true,
   namedRead: [],
+  toRotation: [],
+  failedPlans: [],
+  namedFailed: [],
   keys: new Map(),
   stagePlans: 1,
   refusedPlans: [],
@@ -78,6 +81,7 @@ class MemoryMirror {
       changed: entries.filter((e) => this.items.get(e.keyHash)?.keyId !== e.keyId),
       stale: staleItems.map(({ keyHash }) => keyHash),
       staleItems,
+      unlisted: [],
     }
   }
 
@@ -303,6 +307,7 @@ describe('key-sync handler', () => {
       [KEY_SYNC_METRICS.removalsHeld]: 0,
       [KEY_SYNC_METRICS.invalidPlans]: 1,
       [KEY_SYNC_METRICS.plansLost]: 0,
+      [KEY_SYNC_METRICS.unreadPlans]: 0,
       [KEY_SYNC_METRICS.refusedKeys]: 2,
       [KEY_SYNC_METRICS.managementCalls]: 4,
       [KEY_SYNC_METRICS.rotationAge]: 0,

@@ -217,6 +217,19 @@ describe('step 3: the usage plan', () => {
     expect(usagePlanVerdict(authorized, throttle())).toBe('INVALID_API_KEY')
   })
 
+  it('answers INVALID_API_KEY for a key on no usage plan of the stage, whatever the mirror says', () => {
+    // The key sync holds a lost plan's keys in the mirror; API Gateway refuses them all the same.
+    const context = { keyId: 'held-key', plan: 'pro', perMinute: 300, perDay: 10_000 }
+    const onStagePlan = (keyId: string) => keyId !== 'held-key'
+    expect(usagePlanVerdict(authorization({ context }), throttle(), onStagePlan)).toBe(
+      'INVALID_API_KEY',
+    )
+    const other = { ...context, keyId: 'other-key' }
+    expect(usagePlanVerdict(authorization({ context: other }), throttle(), onStagePlan)).toBe(
+      'admitted',
+    )
+  })
+
   it('passes on the backstop’s refusal once the key’s bucket is empty', () => {
     // Prepare: a Free key's bucket holds two minutes' requests (120).
     const plans = throttle()

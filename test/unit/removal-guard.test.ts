@@ -65,7 +65,19 @@ describe('removal guard', () => {
       digest: removalDigest(keysOf('pro', 11).map(({ keyHash }) => keyHash)),
       count: 11,
       firstSeenAt: T0,
+      cause: 'plan-lost',
+      keyIds: keysOf('pro', 11)
+        .map(({ keyId }) => keyId)
+        .sort(),
     })
+    // However long runs agree, a lost plan's keys wait for an operator.
+    const later = decide([...keysOf('pro', 11), ...keysOf('cust1', 1)], {
+      validPlans: valid,
+      held: decision.held,
+      nowMs: T0 + 24 * 3_600_000,
+    })
+    expect(later).toMatchObject({ remove: [], withheld: 12 })
+    expect(later.held.pro?.firstSeenAt).toBe(T0)
   })
 
   it('holds all keys of a plan of two or more, and most of a plan of four or more', () => {
