@@ -1,18 +1,24 @@
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import autocannon from 'autocannon'
 import { build } from 'esbuild'
 import { BUNDLE_FILE, FUNCTION_BUNDLING } from '#infra/config/bundling-config.ts'
 import { REPO_ROOT } from '#infra/constructs/petstore-function-construct.ts'
-import { readLocalConfig } from '#local/local-config.ts'
-import { startLocal } from '#local/local-server.ts'
-import { type OperationId, ROUTES } from '#shared/config/routes-config.ts'
-import { synthesizeApp } from '#test/infra/support/app-synthesis-setup.ts'
 import { restEvent, tokenAuthorizerEvent } from '#test/support/api-gateway-events.ts'
+import { budgetProblems } from './bench-budgets.ts'
 import { percentile } from './bench-stats.ts'
+import { type CostInput, costSection, syncCostSection } from './cost-estimate.ts'
+import {
+  type BundleFacts,
+  baselineOf,
+  deployedFunctions,
+  floorsFor,
+  type Operation,
+  type Subject,
+} from './support/bench-subjects.ts'
 import { BENCH_API_KEY } from './support/fake-dynamo-http.ts'
+import { localThroughput } from './support/local-throughput.ts'
 
 /**
  * `npm run bench`: what a cold start and an invocation cost, per function, against a floor per
@@ -24,27 +30,27 @@ import { BENCH_API_KEY } from './support/fake-dynamo-http.ts'
  * - init: a cold start as the caller waits for it: from the start of a fresh `node` process to
  *   the end of the first invocation (import, module-scope setup, first call), median of
  *   INIT_RUNS, minus a bare `node` start measured the same way; runs interleaved (paired).
- * - peak RSS: the process's maxRSS after importing and one invocation.
+ * - peak RSS and Node built-in modules loaded: after importing and one invocation.
  * - warm: per-invocation time over WARM_INVOCATIONS in one process, DynamoDB's HTTP answered in
  *   memory (bench/support/fake-dynamo-http.ts), so SDK serialisation, middy, zod and the rate
- *   limiter all run; the DynamoDB calls are counted at that HTTP layer.
+ *   limiter all run; DynamoDB calls, request units and round trips are counted at that HTTP layer.
+ *
+ * Deterministic figures are checked against bench/bench-budgets.ts, timings only printed.
+ * `--short` (`.ci/run`): fewer samples, the same code paths; it also fails when the cost table it
+ * writes into docs/performance.md was not already there. `BENCH_BASELINE=<git ref>` measures that
+ * commit's functions and local server in the same run, for a before and after.
  */
-const INIT_RUNS = Number(process.env.BENCH_INIT_RUNS ?? 20)
-const WARM_INVOCATIONS = Number(process.env.BENCH_WARM_INVOCATIONS ?? 10_000)
-const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 5)
+const SHORT = process.argv.includes('--short')
+const INIT_RUNS = Number(process.env.BENCH_INIT_RUNS ?? (SHORT ? 3 : 20))
+// A multiple of 50: createPet reserves ids 50 at a time, so its calls per request are exact.
+const WARM_INVOCATIONS = Number(process.env.BENCH_WARM_INVOCATIONS ?? (SHORT ? 500 : 10_000))
+/** Invocations before the timed ones (JIT, connection and SDK caches warm). */
+const WARM_UP = SHORT ? 100 : 500
+const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? (SHORT ? 1 : 5))
+const BASELINE = process.env.BENCH_BASELINE?.trim() || undefined
+const PERFORMANCE_DOC = join(REPO_ROOT, 'docs/performance.md')
 
 const work = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
-const cleanup = [work]
-/** Every function that serves a request: each route's (the route table) and the authorizer. */
-const OPERATIONS: readonly Operation[] = [...ROUTES.map((route) => route.operationId), 'authorizer']
-type Operation = OperationId | 'authorizer'
-
-interface Subject {
-  label: string
-  operation: Operation
-  dir: string
-  env: Record<string, string>
-}
 
 /** Lambda's own variables, with placeholders for what only an AWS account would have. */
 const LAMBDA_ENV = {
@@ -61,92 +67,11 @@ const LAMBDA_ENV = {
   PATH: process.env.PATH ?? '',
 }
 
-const log = (message: string) => process.stderr.write(`${message}\n`)
+const started = performance.now()
+const log = (message: string) =>
+  process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${message}\n`)
 
-/** The production stage's functions as synthesized: asset directory and environment. */
-const deployedFunctions = (): Subject[] => {
-  log('synthesizing the CDK app (bundles every function as deployed)...')
-  const synthesis = synthesizeApp()
-  cleanup.push(synthesis.outdir)
-  if (synthesis.status !== 0) throw new Error(`cdk synth failed:\n${synthesis.stderr}`)
-  const templateFile = readdirSync(synthesis.outdir).find((name) =>
-    /production-api\.template\.json$/.test(name),
-  )
-  if (!templateFile) throw new Error('no production API template in the cloud assembly')
-  const template = JSON.parse(readFileSync(join(synthesis.outdir, templateFile), 'utf8')) as {
-    Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>
-  }
-  const subjects: Subject[] = []
-  for (const resource of Object.values(template.Resources)) {
-    if (resource.Type !== 'AWS::Lambda::Function') continue
-    const props = resource.Properties as {
-      Code: { S3Key: string }
-      Environment?: { Variables: Record<string, unknown> }
-    }
-    const variables = props.Environment?.Variables ?? {}
-    const operation = variables.POWERTOOLS_SERVICE_NAME as Operation
-    if (!OPERATIONS.includes(operation)) continue
-    const env: Record<string, string> = {}
-    for (const [name, value] of Object.entries(variables)) {
-      // Table names and secrets are CloudFormation references until deployed.
-      env[name] = typeof value === 'string' ? value : `bench-${name.toLowerCase()}`
-    }
-    const asset = `asset.${props.Code.S3Key.replace(/\.zip$/, '')}`
-    subjects.push({ label: operation, operation, dir: join(synthesis.outdir, asset), env })
-  }
-  // Every function is measured: one the template lacks is an error, never a skipped row.
-  const missing = OPERATIONS.filter((operation) => !subjects.some((s) => s.operation === operation))
-  if (missing.length > 0) {
-    throw new Error(`no function in the production template for ${missing.join(', ')}`)
-  }
-  return subjects.sort((a, b) => OPERATIONS.indexOf(a.operation) - OPERATIONS.indexOf(b.operation))
-}
-
-/**
- * Each function's floor: a bare handler making only that operation's SDK calls. A route without
- * one (or without an event below) fails the type-check.
- */
-const FLOOR_ENTRIES: Record<Operation, string> = {
-  getPet: 'bench/floors/get-pet-floor.ts',
-  listPets: 'bench/floors/list-pets-floor.ts',
-  createPet: 'bench/floors/create-pet-floor.ts',
-  authorizer: 'bench/floors/authorizer-floor.ts',
-}
-
-const bundle = async (entry: string, outdir: string) => {
-  const { banner, ...options } = FUNCTION_BUNDLING
-  await build({
-    ...options,
-    mainFields: [...options.mainFields],
-    banner: { js: banner },
-    entryPoints: [join(REPO_ROOT, entry)],
-    bundle: true,
-    outfile: join(outdir, BUNDLE_FILE),
-    logLevel: 'warning',
-  })
-}
-
-/** Floors run with their function's environment minus NODE_OPTIONS: a bare handler sets none. */
-const floorsFor = async (functions: Subject[]): Promise<Subject[]> =>
-  Promise.all(
-    functions.map(async (fn) => {
-      const dir = join(work, `floor-${fn.operation}`)
-      await bundle(FLOOR_ENTRIES[fn.operation], dir)
-      const { NODE_OPTIONS: _none, ...env } = fn.env
-      return { label: `${fn.operation} floor`, operation: fn.operation, dir, env }
-    }),
-  )
-
-/** The same floors making the rate limiter's write too (not the authorizer: it is not limited). */
-const limitedFloorsOf = (floors: Subject[]): Subject[] =>
-  floors
-    .filter((floor) => floor.operation !== 'authorizer')
-    .map((floor) => ({
-      ...floor,
-      label: `${floor.operation} floor + limiter write`,
-      env: { ...floor.env, FLOOR_WITH_LIMITER: '1' },
-    }))
-
+/** One event per operation (a route without one fails the type-check). */
 const eventsFile = (operation: Operation): string => {
   const headers = { 'Content-Type': 'application/json' }
   const events: Record<Operation, unknown[]> = {
@@ -169,10 +94,7 @@ const eventsFile = (operation: Operation): string => {
 
 const childScript = join(work, 'bench-child.mjs')
 
-const runChild = (
-  mode: 'bare' | 'init' | 'warm',
-  subject: Subject | undefined,
-): { result: Record<string, unknown> } => {
+const runChild = (mode: 'bare' | 'init' | 'warm', subject: Subject | undefined) => {
   const resultFile = join(work, 'result.json')
   rmSync(resultFile, { force: true })
   const job = {
@@ -180,20 +102,27 @@ const runChild = (
     bundle: subject ? join(subject.dir, BUNDLE_FILE) : '',
     eventsFile: subject ? eventsFile(subject.operation) : '',
     invocations: WARM_INVOCATIONS,
+    warmUp: WARM_UP,
     resultFile,
   }
   const run = spawnSync(process.execPath, [childScript, JSON.stringify(job)], {
-    env: subject ? { ...LAMBDA_ENV, ...subject.env } : LAMBDA_ENV,
+    env: subject
+      ? { ...LAMBDA_ENV, ...subject.env, AWS_LAMBDA_FUNCTION_MEMORY_SIZE: `${subject.memoryMb}` }
+      : LAMBDA_ENV,
     stdio: ['ignore', 'ignore', 'pipe'],
     encoding: 'utf8',
   })
   if (run.status !== 0)
     throw new Error(`${subject?.label ?? 'bare'} ${mode} failed:\n${run.stderr.slice(-2000)}`)
-  const result = JSON.parse(readFileSync(resultFile, 'utf8'))
-  return { result }
+  return JSON.parse(readFileSync(resultFile, 'utf8')) as Record<string, unknown>
 }
 
-const kb = (dir: string) => statSync(join(dir, BUNDLE_FILE)).size / 1024
+interface CallTally {
+  calls: number
+  readUnits: number
+  writeUnits: number
+}
+
 const medianOf = (values: number[]) =>
   percentile(
     [...values].sort((a, b) => a - b),
@@ -201,9 +130,71 @@ const medianOf = (values: number[]) =>
   )
 const ratio = (value: number, floor: number) => `${(value / floor).toFixed(2)}x`
 
-const main = async () => {
-  const functions = deployedFunctions()
-  const floors = await floorsFor(functions)
+/** Runs every subject (init interleaved, then warm) and returns each one's figures. */
+const measure = (subjects: Subject[], facts: Map<string, BundleFacts>) => {
+  log(`init: ${INIT_RUNS} paired runs of ${subjects.length} bundles and a bare node...`)
+  const initMs = new Map<string, number[]>([['bare', []]])
+  const rssKb = new Map<string, number[]>()
+  const builtins = new Map<string, number>()
+  for (let run = 0; run < INIT_RUNS; run += 1) {
+    initMs.get('bare')?.push(Number(runChild('bare', undefined).readyMs))
+    for (const subject of subjects) {
+      const result = runChild('init', subject)
+      initMs.set(subject.label, [...(initMs.get(subject.label) ?? []), Number(result.readyMs)])
+      rssKb.set(subject.label, [...(rssKb.get(subject.label) ?? []), Number(result.maxRssKb)])
+      builtins.set(
+        subject.label,
+        Math.max(builtins.get(subject.label) ?? 0, Number(result.builtinModules)),
+      )
+    }
+  }
+  const bare = medianOf(initMs.get('bare') ?? [])
+  log(`warm: ${WARM_INVOCATIONS} invocations per bundle...`)
+  const warm = new Map(subjects.map((subject) => [subject.label, runChild('warm', subject)]))
+  const figures = (subject: Subject) => {
+    const result = warm.get(subject.label) ?? {}
+    const tallies = (result.calls ?? {}) as Record<string, CallTally>
+    const perRequest = (pick: (tally: CallTally) => number) =>
+      Object.values(tallies).reduce((sum, tally) => sum + pick(tally), 0) / WARM_INVOCATIONS
+    const bundle = facts.get(subject.label) as BundleFacts
+    return {
+      bundleBytes: bundle.bytes,
+      bundledModules: bundle.modules,
+      builtinModules: builtins.get(subject.label) ?? 0,
+      initMs: medianOf(initMs.get(subject.label) ?? []) - bare,
+      rssMb: medianOf(rssKb.get(subject.label) ?? []) / 1024,
+      medianUs: Number(result.medianUs),
+      p99Us: Number(result.p99Us),
+      callsPerRequest: Object.fromEntries(
+        Object.entries(tallies).map(([name, tally]) => [name, tally.calls / WARM_INVOCATIONS]),
+      ),
+      calls: perRequest((tally) => tally.calls),
+      readUnits: perRequest((tally) => tally.readUnits),
+      writeUnits: perRequest((tally) => tally.writeUnits),
+      roundTripsPerRequest: Number(result.roundTrips) / WARM_INVOCATIONS,
+      logBytes: Math.round(Number(result.logBytes) / WARM_INVOCATIONS),
+    }
+  }
+  return { bare, figures }
+}
+
+type Figures = ReturnType<ReturnType<typeof measure>['figures']>
+
+const row = (label: string, f: Figures, vs?: { floor: Figures; limited?: Figures }) => {
+  const calls = Object.entries(f.callsPerRequest)
+    .map(([name, count]) => `${name} ${count.toFixed(2)}`)
+    .join(', ')
+  const cell = (text: string, value: number, floor?: number) =>
+    floor === undefined ? text : `${text} (${ratio(value, floor)})`
+  const against = vs?.limited ?? vs?.floor
+  return `| ${label} | ${cell(`${(f.bundleBytes / 1024).toFixed(1)} KB`, f.bundleBytes, vs?.floor.bundleBytes)} | ${f.bundledModules} / ${f.builtinModules} | ${cell(`${f.initMs.toFixed(1)} ms`, f.initMs, against?.initMs)} | ${f.rssMb.toFixed(1)} MB | ${cell(`${f.medianUs.toFixed(0)} µs`, f.medianUs, against?.medianUs)} | ${f.p99Us.toFixed(0)} µs | ${f.calls.toFixed(2)} (${calls}); ${f.roundTripsPerRequest.toFixed(2)} round trips |`
+}
+
+const main = async (): Promise<number> => {
+  const facts = new Map<string, BundleFacts>()
+  const functions = await deployedFunctions({ root: REPO_ROOT, work }, facts)
+  const floors = await floorsFor(functions, work, facts)
+  const baseline = BASELINE ? await baselineOf(BASELINE, work, facts) : undefined
   await build({
     entryPoints: [join(REPO_ROOT, 'bench/support/bench-child.ts')],
     bundle: true,
@@ -213,122 +204,69 @@ const main = async () => {
     outfile: childScript,
     logLevel: 'warning',
   })
-  const limitedFloors = limitedFloorsOf(floors)
-  const subjects = [...functions, ...floors, ...limitedFloors]
-
-  log(`init: ${INIT_RUNS} paired runs of ${subjects.length} bundles and a bare node...`)
-  const initMs = new Map<string, number[]>([['bare', []]])
-  const rssKb = new Map<string, number[]>()
-  for (let run = 0; run < INIT_RUNS; run += 1) {
-    initMs.get('bare')?.push(Number(runChild('bare', undefined).result.readyMs))
-    for (const subject of subjects) {
-      const { result } = runChild('init', subject)
-      initMs.set(subject.label, [...(initMs.get(subject.label) ?? []), Number(result.readyMs)])
-      rssKb.set(subject.label, [...(rssKb.get(subject.label) ?? []), Number(result.maxRssKb)])
-    }
-  }
-  const bare = medianOf(initMs.get('bare') ?? [])
-
-  log(`warm: ${WARM_INVOCATIONS} invocations per bundle...`)
-  const warm = new Map<string, Record<string, unknown>>()
-  for (const subject of subjects) warm.set(subject.label, runChild('warm', subject).result)
-
-  const figures = (subject: Subject) => ({
-    bundleKb: kb(subject.dir),
-    initMs: medianOf(initMs.get(subject.label) ?? []) - bare,
-    rssMb: medianOf(rssKb.get(subject.label) ?? []) / 1024,
-    medianUs: Number(warm.get(subject.label)?.medianUs),
-    p99Us: Number(warm.get(subject.label)?.p99Us),
-    calls: Number(warm.get(subject.label)?.callsPerRequest),
-    callsByOperation: warm.get(subject.label)?.calls as Record<string, number>,
-  })
+  const subjects = [...functions, ...floors, ...(baseline?.subjects ?? [])]
+  const { bare, figures } = measure(subjects, facts)
 
   const lines = [
-    `Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}; bare node start ${bare.toFixed(1)} ms (median of ${INIT_RUNS}); warm figures over ${WARM_INVOCATIONS} invocations.`,
+    `Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}; bare node start ${bare.toFixed(1)} ms (median of ${INIT_RUNS}); warm figures over ${WARM_INVOCATIONS} invocations${SHORT ? ' (short mode)' : ''}. Ratios: bundle to the floor; init and warm to the floor plus the limiter write (the authorizer: to its floor).`,
     '',
-    '| function | bundle | init (minus bare node) | peak RSS | warm median | warm p99 | DynamoDB calls / request |',
-    '|---|---|---|---|---|---|---|',
+    '| function | bundle | modules bundled / built-ins loaded | init (minus bare node) | peak RSS | warm median | warm p99 | DynamoDB calls / request |',
+    '|---|---|---|---|---|---|---|---|',
   ]
+  const problems: string[] = []
+  const costInputs: CostInput[] = []
   for (const fn of functions) {
-    const floor = floors.find((candidate) => candidate.operation === fn.operation) as Subject
+    const of = (kind: Subject['kind']) =>
+      subjects.find((s) => s.operation === fn.operation && s.kind === kind)
     const f = figures(fn)
-    const g = figures(floor)
-    const byOperation = Object.entries(f.callsByOperation ?? {})
-      .map(([name, count]) => `${name} ${(count / WARM_INVOCATIONS).toFixed(2)}`)
-      .join(', ')
-    lines.push(
-      `| ${fn.label} | ${f.bundleKb.toFixed(0)} KB (${ratio(f.bundleKb, g.bundleKb)}) | ${f.initMs.toFixed(1)} ms (${ratio(f.initMs, g.initMs)}) | ${f.rssMb.toFixed(1)} MB (${ratio(f.rssMb, g.rssMb)}) | ${f.medianUs.toFixed(0)} µs (${ratio(f.medianUs, g.medianUs)}) | ${f.p99Us.toFixed(0)} µs | ${f.calls.toFixed(2)} (${byOperation}) |`,
-      `| ${floor.label} | ${g.bundleKb.toFixed(0)} KB | ${g.initMs.toFixed(1)} ms | ${g.rssMb.toFixed(1)} MB | ${g.medianUs.toFixed(0)} µs | ${g.p99Us.toFixed(0)} µs | ${g.calls.toFixed(2)} |`,
+    const floor = figures(of('floor') as Subject)
+    const limitedSubject = of('floor + limiter write')
+    const limited = limitedSubject ? figures(limitedSubject) : undefined
+    lines.push(row(fn.label, f, { floor, limited }))
+    const before = of('baseline')
+    if (before) lines.push(row(before.label, figures(before), { floor, limited }))
+    lines.push(row(`${fn.operation} floor`, floor))
+    if (limited) lines.push(row(`${fn.operation} floor + limiter write`, limited))
+    problems.push(...budgetProblems(fn.operation, f))
+    log(
+      `${fn.operation}: ${f.bundleBytes} B (${ratio(f.bundleBytes, floor.bundleBytes)} the floor), ${f.bundledModules} modules, ${f.builtinModules} built-ins, calls ${JSON.stringify(f.callsPerRequest)}, ${f.roundTripsPerRequest} round trips, ${f.readUnits} RRU, ${f.writeUnits} WRU, ${f.logBytes} log bytes per request`,
     )
-    const limited = limitedFloors.find((candidate) => candidate.operation === fn.operation)
-    if (limited) {
-      const h = figures(limited)
-      lines.push(
-        `| ${limited.label} | ${h.bundleKb.toFixed(0)} KB | ${h.initMs.toFixed(1)} ms | ${h.rssMb.toFixed(1)} MB | ${h.medianUs.toFixed(0)} µs (function: ${ratio(f.medianUs, h.medianUs)}) | ${h.p99Us.toFixed(0)} µs | ${h.calls.toFixed(2)} |`,
-      )
-    }
+    costInputs.push({
+      operation: fn.operation,
+      memoryMb: fn.memoryMb,
+      roundTrips: f.roundTripsPerRequest,
+      ...f,
+    })
   }
-  lines.push('', ...(await localThroughput()))
-  process.stdout.write(`${lines.join('\n')}\n`)
-}
-
-/** The local server (same handlers, embedded DynamoDB) under autocannon on loopback. */
-const localThroughput = async (): Promise<string[]> => {
-  log(`local server: ${LOAD_SECONDS} s of autocannon per request...`)
-  const key = 'bench-local-enterprise-0123456789abcdef'
-  const server = await startLocal(
-    readLocalConfig({
-      PORT: '0',
-      PETSTORE_DATA_DIR: ':memory:',
-      PETSTORE_API_KEYS: `enterprise:${key}`,
-      // Limits no load test reaches: every request takes the admitted path.
-      ENTERPRISE_LIMITS: '100000000/1000000000',
-    }),
-  )
-  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
-  const body = JSON.stringify({ name: 'Rex', categoryId: 1, status: 'available' })
-  for (let index = 0; index < 30; index += 1) {
-    await fetch(`${server.baseUrl}/pets`, { method: 'POST', headers, body })
-  }
-  // One request per operation, in route-table order.
-  const requests: Record<OperationId, { path: string; body?: string }> = {
-    listPets: { path: '/pets?limit=20&status=available' },
-    createPet: { path: '/pets', body },
-    getPet: { path: '/pets/1' },
-  }
-  const cases = ROUTES.map((route) => ({
-    label: `${route.method} ${requests[route.operationId].path} (${route.operationId})`,
-    method: route.method,
-    ...requests[route.operationId],
-  }))
-  const lines = [
-    `Local server (\`npm start\`'s startLocal, in-process, :memory:), autocannon 10 connections × ${LOAD_SECONDS} s on loopback:`,
+  lines.push(
     '',
-    '| request | requests/s | p50 | p99 | non-2xx |',
-    '|---|---|---|---|---|',
-  ]
-  try {
-    for (const { label, path, method, body: payload } of cases) {
-      const result = await autocannon({
-        url: `${server.baseUrl}${path}`,
-        method,
-        headers,
-        ...(payload ? { body: payload } : {}),
-        connections: 10,
-        duration: LOAD_SECONDS,
-      })
-      lines.push(
-        `| ${label} | ${result.requests.average.toFixed(0)} | ${result.latency.p50} ms | ${result.latency.p99} ms | ${result.non2xx} |`,
-      )
-    }
-  } finally {
-    await server.stop()
+    ...(await localThroughput(
+      REPO_ROOT,
+      LOAD_SECONDS,
+      baseline && BASELINE ? { label: BASELINE, root: baseline.root } : undefined,
+    )),
+  )
+  process.stdout.write(`${lines.join('\n')}\n`)
+
+  const cost = costSection(costInputs)
+  // Rewritten either way; in short mode (CI) a rewrite means the committed page was stale.
+  const state = syncCostSection(PERFORMANCE_DOC, cost)
+  log(`cost estimate in docs/performance.md: ${state}`)
+  if (SHORT && state === 'written') {
+    problems.push(
+      'docs/performance.md: its cost estimate did not match the counts and prices; rewritten, commit it',
+    )
   }
-  return lines
+  if (problems.length > 0) {
+    log(`\nbudgets (bench/bench-budgets.ts) broken:\n- ${problems.join('\n- ')}`)
+    return 1
+  }
+  log('budgets (bench/bench-budgets.ts): all kept')
+  return 0
 }
 
 try {
-  await main()
+  process.exitCode = await main()
 } finally {
-  for (const dir of cleanup) rmSync(dir, { recursive: true, force: true })
+  rmSync(work, { recursive: true, force: true })
 }

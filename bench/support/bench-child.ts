@@ -1,21 +1,29 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
-import { dynamoCalls, installFakeDynamoHttp } from './fake-dynamo-http.ts'
+import {
+  dynamoCalls,
+  installFakeDynamoHttp,
+  resetDynamoCalls,
+  roundTrips,
+} from './fake-dynamo-http.ts'
 
 /**
  * Runs inside a fresh `node` process (bundled by the bench, so no TypeScript loader skews the
  * start): imports one function bundle as Lambda would, with DynamoDB answered in memory, then
  * either invokes it once and reports the time from process start to the end of that first
- * invocation and peak RSS (mode `init`), or invokes it many times and
- * reports the time per invocation and DynamoDB calls per request (mode `warm`). `bare` imports
- * nothing: the baseline a node start costs.
+ * invocation, peak RSS and the Node built-in modules loaded by then (mode `init`), or invokes it
+ * many times and reports the time per invocation, DynamoDB calls, request units and round trips
+ * per request, and the log bytes a request writes (mode `warm`). `bare` imports nothing: the
+ * baseline a node start costs.
  */
 interface ChildJob {
   mode: 'bare' | 'init' | 'warm'
   bundle: string
   eventsFile: string
   invocations: number
+  /** Untimed invocations first: a multiple of 50, so createPet's id blocks stay aligned. */
+  warmUp: number
   /** Where the result goes: stdout carries the function's own logs and metrics, as on Lambda. */
   resultFile: string
 }
@@ -38,6 +46,19 @@ const context = {
   succeed: () => undefined,
 }
 
+/** Node's own modules loaded so far (what a bundle's imports and first invocation pulled in). */
+const builtinModulesLoaded = () =>
+  (process as unknown as { moduleLoadList: string[] }).moduleLoadList.filter((entry) =>
+    entry.startsWith('NativeModule '),
+  ).length
+
+/** Bytes the function writes to stdout (its logs and EMF metrics), counted and dropped. */
+const stdoutBytes = { count: 0 }
+process.stdout.write = ((chunk: string | Uint8Array) => {
+  stdoutBytes.count += Buffer.byteLength(chunk)
+  return true
+}) as typeof process.stdout.write
+
 const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number
 
@@ -55,11 +76,16 @@ if (job.mode === 'bare') {
     const readyMs = performance.now()
     writeFileSync(
       job.resultFile,
-      JSON.stringify({ readyMs, maxRssKb: process.resourceUsage().maxRSS }),
+      JSON.stringify({
+        readyMs,
+        maxRssKb: process.resourceUsage().maxRSS,
+        builtinModules: builtinModulesLoaded(),
+      }),
     )
   } else {
-    for (let index = 0; index < 500; index += 1) await handler(eventAt(index), context)
-    dynamoCalls.clear()
+    for (let index = 0; index < job.warmUp; index += 1) await handler(eventAt(index), context)
+    resetDynamoCalls()
+    stdoutBytes.count = 0
     const samples: number[] = []
     for (let index = 0; index < job.invocations; index += 1) {
       const event = eventAt(index)
@@ -68,14 +94,14 @@ if (job.mode === 'bare') {
       samples.push(Number(process.hrtime.bigint() - started) / 1000)
     }
     samples.sort((a, b) => a - b)
-    const calls = [...dynamoCalls.values()].reduce((sum, count) => sum + count, 0)
     writeFileSync(
       job.resultFile,
       JSON.stringify({
         medianUs: quantile(samples, 0.5),
         p99Us: quantile(samples, 0.99),
-        callsPerRequest: calls / job.invocations,
         calls: Object.fromEntries(dynamoCalls),
+        roundTrips: roundTrips.count,
+        logBytes: stdoutBytes.count,
       }),
     )
   }

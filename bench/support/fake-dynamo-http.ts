@@ -7,7 +7,9 @@ import { Readable } from 'node:stream'
  * DynamoDB's HTTP layer answered in memory: `https.request` (which the SDK's NodeHttpHandler
  * calls) is replaced in this process by a fake that parses the request the SDK serialised and
  * answers with canned JSON. Serialisation, signing, middleware and parsing all still run; only
- * the network is gone, so the figures are CPU per invocation. Every call is counted by operation.
+ * the network is gone, so the figures are CPU per invocation. Every call is counted by operation,
+ * with the request units DynamoDB on-demand would bill for it and the round trips a request waits
+ * for (calls sent while another is in flight share one).
  */
 
 export const BENCH_API_KEY = 'bench-enterprise-0123456789abcdef'
@@ -35,8 +37,94 @@ const keyMirrorItem = () => ({
   syncedAt: s('2026-11-22T00:00:00.000Z'),
 })
 
-export const dynamoCalls = new Map<string, number>()
+/** Per DynamoDB operation: calls, and the read and write request units they would be billed. */
+export interface CallTally {
+  calls: number
+  readUnits: number
+  writeUnits: number
+}
+export const dynamoCalls = new Map<string, CallTally>()
+/** Round trips: calls made while none was in flight (the others overlap one). */
+export const roundTrips = { count: 0 }
+let inFlight = 0
 let counter = 0
+
+/**
+ * An item's size as DynamoDB bills it ("DynamoDB item sizes and formats",
+ * https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html):
+ * attribute name bytes plus value bytes; a number 1 byte per two significant digits plus 1; a
+ * Boolean or null 1; a list or map 3 plus 1 per element.
+ */
+const valueSize = (value: Record<string, unknown>): number => {
+  const [type, content] = Object.entries(value)[0] ?? ['NULL', true]
+  switch (type) {
+    case 'S':
+      return Buffer.byteLength(String(content))
+    case 'N':
+      return Math.ceil(String(content).replace(/^[-0.]+|\.|0+$/g, '').length / 2) + 1
+    case 'M':
+      return (
+        3 +
+        itemSize(content as Record<string, Record<string, unknown>>) +
+        Object.keys(content as object).length
+      )
+    case 'L':
+      return (
+        3 + (content as Record<string, unknown>[]).reduce((sum, v) => sum + valueSize(v) + 1, 0)
+      )
+    default:
+      return 1
+  }
+}
+export const itemSize = (item: Record<string, Record<string, unknown>> = {}): number =>
+  Object.entries(item).reduce(
+    (sum, [name, value]) => sum + Buffer.byteLength(name) + valueSize(value),
+    0,
+  )
+
+/**
+ * Request units ("Read and write operations",
+ * https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html):
+ * a write 1 unit per KB of the item (an update: of the larger of the item before and after; the
+ * updated items here, counters, are under 1 KB); a strongly consistent read 1 unit per 4 KB, an
+ * eventually consistent one half that; a Query the sum of the items it returns, rounded up to 4 KB.
+ */
+const unitsOf = (
+  operation: string,
+  input: Record<string, unknown>,
+  output: Record<string, unknown>,
+) => {
+  const readUnits = (bytes: number) =>
+    Math.max(1, Math.ceil(bytes / 4096)) * (input.ConsistentRead ? 1 : 0.5)
+  switch (operation) {
+    case 'GetItem':
+      return { readUnits: readUnits(itemSize(output.Item as never)), writeUnits: 0 }
+    case 'Query':
+    case 'Scan': {
+      const items = (output.Items ?? []) as Record<string, Record<string, unknown>>[]
+      return {
+        readUnits: readUnits(items.reduce((sum, item) => sum + itemSize(item), 0)),
+        writeUnits: 0,
+      }
+    }
+    case 'PutItem':
+      return {
+        readUnits: 0,
+        writeUnits: Math.max(1, Math.ceil(itemSize(input.Item as never) / 1024)),
+      }
+    case 'UpdateItem':
+    case 'DeleteItem':
+      return { readUnits: 0, writeUnits: 1 }
+    default:
+      return { readUnits: 0, writeUnits: 0 }
+  }
+}
+
+/** Forgets what was counted so far. */
+export const resetDynamoCalls = (): void => {
+  dynamoCalls.clear()
+  roundTrips.count = 0
+}
 
 const answer = (operation: string, input: Record<string, unknown>): unknown => {
   const table = String(input.TableName ?? '')
@@ -93,9 +181,18 @@ class FakeRequest extends EventEmitter {
       ([name]) => name.toLowerCase() === 'x-amz-target',
     )?.[1]
     const operation = String(target).split('.').at(-1) ?? 'unknown'
-    dynamoCalls.set(operation, (dynamoCalls.get(operation) ?? 0) + 1)
     const input = JSON.parse(Buffer.concat(this.#chunks).toString('utf8') || '{}')
-    const body = Buffer.from(JSON.stringify(answer(operation, input)))
+    const output = answer(operation, input) as Record<string, unknown>
+    const tally = dynamoCalls.get(operation) ?? { calls: 0, readUnits: 0, writeUnits: 0 }
+    const units = unitsOf(operation, input, output)
+    dynamoCalls.set(operation, {
+      calls: tally.calls + 1,
+      readUnits: tally.readUnits + units.readUnits,
+      writeUnits: tally.writeUnits + units.writeUnits,
+    })
+    if (inFlight === 0) roundTrips.count += 1
+    inFlight += 1
+    const body = Buffer.from(JSON.stringify(output))
     const res = Object.assign(Readable.from([body]), {
       statusCode: 200,
       statusMessage: 'OK',
@@ -105,7 +202,11 @@ class FakeRequest extends EventEmitter {
         'x-amzn-requestid': 'bench',
       },
     })
-    queueMicrotask(() => this.#respond(res))
+    // Answered after the current turn's microtasks: calls a handler sends together overlap.
+    setImmediate(() => {
+      inFlight -= 1
+      this.#respond(res)
+    })
     return this
   }
 }

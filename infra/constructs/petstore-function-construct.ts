@@ -149,7 +149,6 @@ export class PetstoreFunction extends Construct {
         sourcesContent: FUNCTION_BUNDLING.sourcesContent,
         bundleAwsSDK: true,
         externalModules: [],
-        tsconfig: join(REPO_ROOT, 'tsconfig.json'),
         logLevel: LogLevel.WARNING,
       },
     })

@@ -78,11 +78,25 @@ export const worstCaseCallMs = (limits: DynamoClientLimits = DYNAMO_CLIENT_LIMIT
  */
 export const createDocumentClient = (
   config: DynamoDBClientConfig = dynamoConfigFromEnv(),
-): DynamoDBDocumentClient =>
-  DynamoDBDocumentClient.from(new DynamoDBClient(config), {
+): DynamoDBDocumentClient => {
+  const client = new DynamoDBClient(config)
+  withoutSdkLogging(client)
+  return DynamoDBDocumentClient.from(client, {
     marshallOptions: { removeUndefinedValues: true },
     unmarshallOptions: { wrapNumbers: true },
   })
+}
+
+/**
+ * Takes out the SDK's logger middleware. These clients have no `logger` (the SDK's no-op one),
+ * yet the middleware still builds a redacted copy of every call's input and output for it
+ * (`logger?.info?.(...)` evaluates its arguments when the no-op `info` exists), a visible share
+ * of a warm invocation's CPU (docs/performance.md). Errors still reach the caller, who logs them
+ * with Powertools.
+ */
+const withoutSdkLogging = (client: DynamoDBClient): void => {
+  client.middlewareStack.remove('loggerMiddleware')
+}
 
 export const dynamoConfigFromEnv = (
   env: NodeJS.ProcessEnv = process.env,

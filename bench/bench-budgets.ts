@@ -1,0 +1,93 @@
+import type { Operation } from './support/bench-subjects.ts'
+
+/**
+ * The bench's deterministic figures, recorded: what `npm run bench` (and its short mode in
+ * `.ci/run`) fails on when a change moves them. Timings are never budgets here: they depend on
+ * the machine and its load, so the bench prints them with their ratios and asserts nothing.
+ *
+ * A budget is raised (or lowered) in the same commit as the change that moves it, with the reason
+ * in the commit message; the bench prints the measured figures to copy from.
+ */
+export interface FunctionBudget {
+  /** index.mjs, bytes: at most this. */
+  bundleBytes: number
+  /** Input modules esbuild put in the bundle: at most this. */
+  bundledModules: number
+  /** Node built-in modules loaded by the end of the first invocation: at most this. */
+  builtinModules: number
+  /** DynamoDB calls per request, by operation: exactly these (to two decimals). */
+  callsPerRequest: Record<string, number>
+  /** DynamoDB round trips a request waits for: exactly this (to two decimals). */
+  roundTripsPerRequest: number
+}
+
+export const BUDGETS: Record<Operation, FunctionBudget> = {
+  listPets: {
+    bundleBytes: 426_000,
+    bundledModules: 599,
+    builtinModules: 192,
+    callsPerRequest: { UpdateItem: 1, Query: 1 },
+    roundTripsPerRequest: 1,
+  },
+  createPet: {
+    bundleBytes: 430_000,
+    bundledModules: 602,
+    builtinModules: 192,
+    callsPerRequest: { UpdateItem: 1.02, PutItem: 1 },
+    roundTripsPerRequest: 2.02,
+  },
+  getPet: {
+    bundleBytes: 425_000,
+    bundledModules: 599,
+    builtinModules: 192,
+    callsPerRequest: { UpdateItem: 1, GetItem: 1 },
+    roundTripsPerRequest: 1,
+  },
+  authorizer: {
+    bundleBytes: 408_000,
+    bundledModules: 581,
+    builtinModules: 192,
+    callsPerRequest: { GetItem: 1 },
+    roundTripsPerRequest: 1,
+  },
+}
+
+export interface MeasuredFacts {
+  bundleBytes: number
+  bundledModules: number
+  builtinModules: number
+  callsPerRequest: Record<string, number>
+  roundTripsPerRequest: number
+}
+
+const round2 = (value: number) => Math.round(value * 100) / 100
+
+/** Every way the measured figures break the function's budget, as sentences. */
+export const budgetProblems = (operation: Operation, measured: MeasuredFacts): string[] => {
+  const budget = BUDGETS[operation]
+  const problems: string[] = []
+  const atMost = (name: keyof FunctionBudget, value: number, limit: number) => {
+    if (value > limit) problems.push(`${operation}: ${name} ${value} is over its budget ${limit}`)
+  }
+  atMost('bundleBytes', measured.bundleBytes, budget.bundleBytes)
+  atMost('bundledModules', measured.bundledModules, budget.bundledModules)
+  atMost('builtinModules', measured.builtinModules, budget.builtinModules)
+  const names = new Set([
+    ...Object.keys(budget.callsPerRequest),
+    ...Object.keys(measured.callsPerRequest),
+  ])
+  for (const name of names) {
+    const expected = budget.callsPerRequest[name] ?? 0
+    const actual = round2(measured.callsPerRequest[name] ?? 0)
+    if (actual !== expected) {
+      problems.push(`${operation}: ${name} calls per request ${actual}, budget says ${expected}`)
+    }
+  }
+  const trips = round2(measured.roundTripsPerRequest)
+  if (trips !== budget.roundTripsPerRequest) {
+    problems.push(
+      `${operation}: DynamoDB round trips per request ${trips}, budget says ${budget.roundTripsPerRequest}`,
+    )
+  }
+  return problems
+}

@@ -1,0 +1,108 @@
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import autocannon from 'autocannon'
+import type { readLocalConfig } from '#local/local-config.ts'
+import type { startLocal } from '#local/local-server.ts'
+import { type OperationId, ROUTES } from '#shared/config/routes-config.ts'
+import { INT32_MAX } from '#shared/config/usage-plan-numbers-config.ts'
+
+const KEY = 'bench-local-enterprise-0123456789abcdef'
+/**
+ * Limits no load test reaches, so every request takes the admitted path, and whose usage plan
+ * API Gateway would accept (its daily quota, three days' requests, must fit an Int32).
+ */
+const PER_DAY = Math.floor(INT32_MAX / 3)
+const PER_MINUTE = 10_000_000
+
+interface LocalModules {
+  startLocal: typeof startLocal
+  readLocalConfig: typeof readLocalConfig
+}
+
+/** The local server's modules from a checkout: this one, or a baseline's copy. */
+const localModules = async (root: string): Promise<LocalModules> => {
+  const server = await import(pathToFileURL(join(root, 'local/local-server.ts')).href)
+  const config = await import(pathToFileURL(join(root, 'local/local-config.ts')).href)
+  return { startLocal: server.startLocal, readLocalConfig: config.readLocalConfig }
+}
+
+interface Server {
+  label: string
+  baseUrl: string
+  stop(): Promise<void>
+}
+
+const start = async (label: string, root: string): Promise<Server> => {
+  const modules = await localModules(root)
+  const server = await modules.startLocal(
+    modules.readLocalConfig({
+      PORT: '0',
+      PETSTORE_DATA_DIR: ':memory:',
+      PETSTORE_API_KEYS: `enterprise:${KEY}`,
+      ENTERPRISE_LIMITS: `${PER_MINUTE}/${PER_DAY}`,
+    }),
+  )
+  return { label, baseUrl: server.baseUrl, stop: () => server.stop() }
+}
+
+const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }
+const body = JSON.stringify({ name: 'Rex', categoryId: 1, status: 'available' })
+
+/** One request per operation, in route-table order. */
+const REQUESTS: Record<OperationId, { path: string; body?: string }> = {
+  listPets: { path: '/pets?limit=20&status=available' },
+  createPet: { path: '/pets', body },
+  getPet: { path: '/pets/1' },
+}
+
+/**
+ * The local server (same handlers, embedded DynamoDB) under autocannon on loopback, 10
+ * connections for `seconds` per request; with `baselineRoot`, the baseline's server too, each
+ * request measured on one server and then the other.
+ */
+export const localThroughput = async (
+  repoRoot: string,
+  seconds: number,
+  baseline?: { label: string; root: string },
+): Promise<string[]> => {
+  process.stderr.write(`local server: ${seconds} s of autocannon per request and server...\n`)
+  const servers = [await start('this checkout', repoRoot)]
+  if (baseline) servers.push(await start(baseline.label, baseline.root))
+  const lines = [
+    `Local server (\`npm start\`'s startLocal, in-process, :memory:), autocannon 10 connections × ${seconds} s on loopback:`,
+    '',
+    '| request | server | requests/s | p50 | p99 | non-2xx |',
+    '|---|---|---|---|---|---|',
+  ]
+  try {
+    for (const server of servers) {
+      for (let index = 0; index < 30; index += 1) {
+        await fetch(`${server.baseUrl}/pets`, { method: 'POST', headers, body })
+      }
+    }
+    for (const route of ROUTES) {
+      const request = REQUESTS[route.operationId]
+      for (const server of servers) {
+        const result = await autocannon({
+          url: `${server.baseUrl}${request.path}`,
+          method: route.method,
+          headers,
+          ...(request.body ? { body: request.body } : {}),
+          connections: 10,
+          duration: seconds,
+        })
+        if (result.non2xx > 0 || result.errors > 0) {
+          throw new Error(
+            `${route.operationId} on ${server.label}: ${result.non2xx} non-2xx answers, ${result.errors} errors`,
+          )
+        }
+        lines.push(
+          `| ${route.method} ${request.path} (${route.operationId}) | ${server.label} | ${result.requests.average.toFixed(0)} | ${result.latency.p50} ms | ${result.latency.p99} ms | ${result.non2xx} |`,
+        )
+      }
+    }
+  } finally {
+    for (const server of servers) await server.stop()
+  }
+  return lines
+}
