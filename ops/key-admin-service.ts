@@ -1015,6 +1015,14 @@ export class KeyAdmin {
       throw new KeyAdminError('--per-minute and --per-day must be positive integers')
     }
     if (perDay < perMinute) throw new KeyAdminError('--per-day must be at least --per-minute')
+    const largest = this.#outputs.largestPlanPerMinute
+    if (largest !== undefined && perMinute > largest) {
+      // The stage's edge rules (WAF per-key rule) are derived from this: a larger plan would be
+      // blocked at the edge below its own limit.
+      throw new KeyAdminError(
+        `--per-minute ${perMinute} is above the largest plan stage ${this.#stage} allows (${largest}/minute, its LargestPlanPerMinute output): raise the CDK context ${this.#stage}.largestPlanPerMinute (and throttleRateLimit if it says so) and deploy first (docs/operations.md#edge-rules)`,
+      )
+    }
     const { plans, regionPlans } = await this.stagePlans()
     const existing = plans.find((plan) => plan.customer === customer)
     if (existing) throw new KeyAdminError(`Customer ${customer} already has plan ${existing.id}`)

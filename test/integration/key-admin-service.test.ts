@@ -261,6 +261,25 @@ describe('keys CLI operations', () => {
     )
   })
 
+  it("refuses a customer plan above the largest plan the stage's edge rules allow, naming the setting", async () => {
+    const outputs = {
+      ...stageOutputsFrom(localOutputs(store, 'http://127.0.0.1/v1'), 'the test stage'),
+      largestPlanPerMinute: 50_000,
+    }
+    const admin = adminWith({ outputs, stage: 'production' })
+    const plansBefore = store.usagePlans().length
+    await expect(
+      admin.createCustomerPlan({ customer: 'huge', perMinute: 60_000, perDay: 10_000_000 }),
+    ).rejects.toThrow(
+      /above the largest plan stage production allows \(50000\/minute.*production\.largestPlanPerMinute/,
+    )
+    expect(store.usagePlans()).toHaveLength(plansBefore)
+    // At the largest plan and below it, accepted: the per-key edge rule is above it.
+    await admin.createCustomerPlan({ customer: 'big', perMinute: 50_000, perDay: 10_000_000 })
+    await admin.createCustomerPlan({ customer: 'acme20k', perMinute: 20_000, perDay: 5_000_000 })
+    expect(store.usagePlans()).toHaveLength(plansBefore + 2)
+  })
+
   it('rotates: both keys work, the old one until its overlap ends, and only then', async () => {
     const admin = adminWith()
     const old = await admin.createKey({ selector: { plan: 'business' }, name: 'dave' })
