@@ -17,6 +17,7 @@ import {
   petTableDefinition,
   rateLimitTableDefinition,
 } from '#shared/data/table-keys.ts'
+import { KeyUsageRepository } from '#shared/rate-limit/key-usage-repository.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { AuthorizerCache } from './authorizer-cache.ts'
 import { bootstrapControlPlane, type LocalKeys, localOutputs } from './control-plane-bootstrap.ts'
@@ -25,6 +26,7 @@ import {
   MANAGEMENT_API_PATH,
   withControlPaths,
 } from './control-plane-handler.ts'
+import { keyUsageEndpoint } from './control-plane-key-usage.ts'
 import { localControlSecret } from './control-plane-secret.ts'
 import { ControlPlaneStore } from './control-plane-store.ts'
 import {
@@ -244,6 +246,13 @@ export const startLocal = async (
     runKeySync: () =>
       keySync ? keySync.run() : Promise.reject(new Error('The key sync has not started yet')),
     mirrorItem: (keyHash) => mirror.get(keyHash),
+    keyUsage: keyUsageEndpoint(
+      new KeyUsageRepository({
+        client: documentClient,
+        tableName: LOCAL_TABLES.rateLimits,
+        clock,
+      }),
+    ),
     outputs: () => localOutputs(store, `http://${baseHost}${API_VERSION_PATH}`),
     clock,
     secret: controlSecret,

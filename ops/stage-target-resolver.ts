@@ -6,6 +6,12 @@ import { localControlAccess, MANAGEMENT_API_PATH } from '#shared/config/local-co
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { CLI_CALL_RATE, KeyAdmin, KeyAdminError } from './key-admin-service.ts'
+import {
+  deployedKeyUsage,
+  type KeyUsageReader,
+  localKeyUsage,
+  unavailableKeyUsage,
+} from './key-usage-client.ts'
 import { readStackOutputs, type StageOutputs, stageOutputsFrom } from './stack-outputs-reader.ts'
 import { AwsStageSync, LocalStageSync, type StageSync } from './stage-sync-client.ts'
 
@@ -18,6 +24,8 @@ export interface StageTarget {
   stage: string
   outputs: StageOutputs
   admin: KeyAdmin
+  /** The rate limiter's counts and suspensions (keys show, lift, usage, list's TODAY). */
+  usage: KeyUsageReader
   /** Releases the SDK clients' connections. */
   close(): void
 }
@@ -80,7 +88,8 @@ const openLocal = async (
     warn,
     ...(signal ? { signal } : {}),
   })
-  return { stage: 'local', outputs, admin, close: () => client.destroy() }
+  const usage = localKeyUsage(origin, access.fetch)
+  return { stage: 'local', outputs, admin, usage, close: () => client.destroy() }
 }
 
 /** What runs a deployed stage's sync: its key-sync function, unless a caller runs it itself. */
@@ -135,7 +144,12 @@ export const openDeployedStage = async (
       warn,
       ...(signal ? { signal } : {}),
     })
-    return { stage, outputs, admin, close }
+    const usage = outputs.rateLimitTableName
+      ? deployedKeyUsage(documentClient, outputs.rateLimitTableName)
+      : unavailableKeyUsage(
+          `The data stack of ${stage} has no output RateLimitTableName: deploy the stage first`,
+        )
+    return { stage, outputs, admin, usage, close }
   } catch (error) {
     close()
     // A missing Region, stack, output or permission: the message says what to set (no stack).
