@@ -3,7 +3,6 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
   limitsFor,
-  PLAN_LIMITS,
   PLAN_NAMES,
   type PlanLimits,
   type PlanName,
