@@ -124,9 +124,20 @@ const run = async (
   }
   if (await runSupportCommand(target, command, args, values, out)) return
   /** A suspended key's suspension, for enable and move (they must not say "it works now"). */
-  const suspension = async (keyId: string) => {
-    const until = await suspendedUntil(target, keyId).catch(() => undefined)
-    return until === undefined ? undefined : suspensionWarning(keyId, until, admin.keysCommand)
+  const suspension = async (
+    keyId: string,
+  ): Promise<{ suspended: boolean | null; warning?: string }> => {
+    try {
+      const until = await suspendedUntil(target, keyId)
+      if (until === undefined) return { suspended: false }
+      return { suspended: true, warning: suspensionWarning(keyId, until, admin.keysCommand) }
+    } catch (error) {
+      const why = `${(error as Error).name}: ${(error as Error).message}`
+      return {
+        suspended: null,
+        warning: `but whether it is suspended could not be read (${why}): ${admin.keysCommand} show ${keyId} tells`,
+      }
+    }
   }
   switch (command) {
     case 'create': {
@@ -180,14 +191,14 @@ const run = async (
     case 'enable':
     case 'disable': {
       const result = await admin.setEnabled(idArg(), command === 'enable')
-      const suspended =
-        command === 'enable' && result.works ? await suspension(result.id) : undefined
-      emit({ ...result, enabled: command === 'enable', suspended: suspended !== undefined })
+      const { suspended, warning } =
+        command === 'enable' && result.works ? await suspension(result.id) : { suspended: false }
+      emit({ ...result, enabled: command === 'enable', suspended })
       say(
         command === 'disable'
           ? `disabled key ${result.id}: it gets 401 now`
-          : suspended !== undefined
-            ? `enabled key ${result.id} on ${result.plan}, ${suspended}`
+          : warning !== undefined
+            ? `enabled key ${result.id} on ${result.plan}, ${warning}`
             : result.works
               ? `enabled key ${result.id} on ${result.plan}: it works now`
               : `enabled key ${result.id}, but it is on no valid plan of stage ${stage} (or past its overlap): it still gets 401`,
@@ -205,14 +216,16 @@ const run = async (
         idArg(),
         selectorOf({ plan: str('plan'), customer: str('customer') }),
       )
-      const suspended = result.works ? await suspension(result.id) : undefined
-      emit({ ...result, suspended: suspended !== undefined })
+      const { suspended, warning } = result.works
+        ? await suspension(result.id)
+        : { suspended: false, warning: undefined }
+      emit({ ...result, suspended })
       say(
         `moved key ${result.id} from ${result.from ?? 'no plan'} to ${result.to}${
           !result.works
             ? ' (it is disabled: still 401)'
-            : suspended !== undefined
-              ? `: its new limits apply, ${suspended}`
+            : warning !== undefined
+              ? `: its new limits apply, ${warning}`
               : ': its new limits apply now'
         }`,
       )

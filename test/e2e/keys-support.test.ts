@@ -132,6 +132,10 @@ describe('a customer over its limit, as support sees and handles it', () => {
     const enabled = await ok('enable', customer.id)
     expect(enabled.stderr).toMatch(/is suspended until .*lift/)
     expect(enabled.stderr).not.toContain('it works now')
+    const moved = await ok('move', customer.id, '--plan', 'pro', '--json')
+    expect(moved.stderr).toMatch(/its new limits apply, but it is suspended until .*lift/)
+    expect(JSON.parse(moved.stdout)).toMatchObject({ from: 'free', to: 'pro', suspended: true })
+    await ok('move', customer.id, '--plan', 'free')
 
     const lifted = await ok('lift', customer.id)
     expect(lifted.stderr).toMatch(/lifted the suspension of key/)
