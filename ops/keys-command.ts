@@ -6,8 +6,7 @@ import {
   type Output,
   runSupportCommand,
   SupportUsageError,
-  suspendedUntil,
-  suspensionWarning,
+  suspensionOf,
   todayCounts,
 } from './keys-support-commands.ts'
 import { openStageTarget, type StageTarget, type TargetChoice } from './stage-target-resolver.ts'
@@ -97,6 +96,47 @@ const table = (rows: string[][]): string => {
     .join('\n')
 }
 
+/** `list`: the stage's keys, with TODAY as the rate limiter counts it. */
+const listCommand = async (target: StageTarget, out: Output): Promise<void> => {
+  const { rows, otherKeys } = await target.admin.listKeys()
+  const { counts, unavailable } = await todayCounts(
+    target,
+    rows.map((row) => row.id),
+  )
+  const now = Date.now()
+  if (out.json) {
+    const document = rows.map((row) => ({
+      ...row,
+      createdDate: row.createdDate?.toISOString() ?? null,
+      usedToday: counts?.[row.id] ?? null,
+    }))
+    out.stdout(`${JSON.stringify(document, null, 2)}\n`)
+  } else {
+    out.stdout(
+      `${table([
+        ['ID', 'NAME', 'PLAN', 'ENABLED', 'CREATED', 'TODAY', 'NOTE'],
+        ...rows.map((row) => [
+          row.id,
+          row.name,
+          row.plan,
+          row.enabled ? 'yes' : 'no',
+          row.createdDate?.toISOString().replace(/\.\d{3}Z$/, 'Z') ?? '',
+          counts === undefined ? '-' : String(counts[row.id] ?? 0),
+          row.disableAfter === undefined
+            ? ''
+            : Date.parse(row.disableAfter) > now
+              ? `works until ${row.disableAfter}`
+              : `refused since ${row.disableAfter}`,
+        ]),
+      ])}\n`,
+    )
+  }
+  if (otherKeys > 0) {
+    out.say(`${otherKeys} other key(s) in this Region are on no plan of stage ${target.stage}`)
+  }
+  if (unavailable !== undefined) out.say(`TODAY is empty: ${unavailable}`)
+}
+
 const run = async (
   target: StageTarget,
   command: string,
@@ -123,22 +163,6 @@ const run = async (
     return id
   }
   if (await runSupportCommand(target, command, args, values, out)) return
-  /** A suspended key's suspension, for enable and move (they must not say "it works now"). */
-  const suspension = async (
-    keyId: string,
-  ): Promise<{ suspended: boolean | null; warning?: string }> => {
-    try {
-      const until = await suspendedUntil(target, keyId)
-      if (until === undefined) return { suspended: false }
-      return { suspended: true, warning: suspensionWarning(keyId, until, admin.keysCommand) }
-    } catch (error) {
-      const why = `${(error as Error).name}: ${(error as Error).message}`
-      return {
-        suspended: null,
-        warning: `but whether it is suspended could not be read (${why}): ${admin.keysCommand} show ${keyId} tells`,
-      }
-    }
-  }
   switch (command) {
     case 'create': {
       const selector = selectorOf({ plan: str('plan'), customer: str('customer') })
@@ -149,50 +173,15 @@ const run = async (
       )
       return
     }
-    case 'list': {
-      const { rows, otherKeys } = await admin.listKeys()
-      const { counts, unavailable } = await todayCounts(
-        target,
-        rows.map((row) => row.id),
-      )
-      const now = Date.now()
-      if (json) {
-        emit(
-          rows.map((row) => ({
-            ...row,
-            createdDate: row.createdDate?.toISOString() ?? null,
-            usedToday: counts?.[row.id] ?? null,
-          })),
-        )
-      } else
-        io.stdout(
-          `${table([
-            ['ID', 'NAME', 'PLAN', 'ENABLED', 'CREATED', 'TODAY', 'NOTE'],
-            ...rows.map((row) => [
-              row.id,
-              row.name,
-              row.plan,
-              row.enabled ? 'yes' : 'no',
-              row.createdDate?.toISOString().replace(/\.\d{3}Z$/, 'Z') ?? '',
-              counts === undefined ? '-' : String(counts[row.id] ?? 0),
-              row.disableAfter === undefined
-                ? ''
-                : Date.parse(row.disableAfter) > now
-                  ? `works until ${row.disableAfter}`
-                  : `refused since ${row.disableAfter}`,
-            ]),
-          ])}\n`,
-        )
-      if (otherKeys > 0)
-        say(`${otherKeys} other key(s) in this Region are on no plan of stage ${stage}`)
-      if (unavailable !== undefined) say(`TODAY is empty: ${unavailable}`)
-      return
-    }
+    case 'list':
+      return listCommand(target, out)
     case 'enable':
     case 'disable': {
       const result = await admin.setEnabled(idArg(), command === 'enable')
       const { suspended, warning } =
-        command === 'enable' && result.works ? await suspension(result.id) : { suspended: false }
+        command === 'enable' && result.works
+          ? await suspensionOf(target, result.id)
+          : { suspended: false }
       emit({ ...result, enabled: command === 'enable', suspended })
       say(
         command === 'disable'
@@ -217,7 +206,7 @@ const run = async (
         selectorOf({ plan: str('plan'), customer: str('customer') }),
       )
       const { suspended, warning } = result.works
-        ? await suspension(result.id)
+        ? await suspensionOf(target, result.id)
         : { suspended: false, warning: undefined }
       emit({ ...result, suspended })
       say(

@@ -60,15 +60,29 @@ const describe = (error: unknown) => {
   return error instanceof KeyAdminError ? (message ?? '') : `${name ?? 'Error'}: ${message ?? ''}`
 }
 
-/** When the key's running suspension ends, if it has one. */
-export const suspendedUntil = async (
+/**
+ * Whether a key is suspended, and the clause `enable` and `move` add when it is (they must not say
+ * "it works now"), or when that could not be read (then `suspended` is null).
+ */
+export const suspensionOf = async (
   target: StageTarget,
   keyId: string,
-): Promise<number | undefined> => (await target.usage.state(keyId)).suspendedUntil
-
-/** The sentence `enable` and `move` add for a suspended key. */
-export const suspensionWarning = (keyId: string, untilMs: number, keysCommand: string) =>
-  `but it is suspended until ${isoUtc(untilMs)} (429 key_suspended until then, for going over its minute limit): ${keysCommand} lift ${keyId} ends it`
+): Promise<{ suspended: boolean | null; warning?: string }> => {
+  const { keysCommand } = target.admin
+  try {
+    const { suspendedUntil } = await target.usage.state(keyId)
+    if (suspendedUntil === undefined) return { suspended: false }
+    return {
+      suspended: true,
+      warning: `but it is suspended until ${isoUtc(suspendedUntil)} (429 key_suspended until then, for going over its minute limit): ${keysCommand} lift ${keyId} ends it`,
+    }
+  } catch (error) {
+    return {
+      suspended: null,
+      warning: `but whether it is suspended could not be read (${describe(error)}): ${keysCommand} show ${keyId} tells`,
+    }
+  }
+}
 
 const show = async (target: StageTarget, idOrName: string, out: Output) => {
   const { rows } = await target.admin.listKeys()
