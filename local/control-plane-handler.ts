@@ -22,7 +22,9 @@ import {
  * stage offers otherwise:
  * - `GET /_local/outputs`: the stage's "stack outputs" (BaseUrl, RestApiId, <Plan>UsagePlanId...);
  * - `POST /_local/key-sync`: a key sync run, as invoking the key-sync function does on AWS;
- * - `GET /_local/key-mirror/{keyHash}`: the mirror item of a key hash, as a GetItem would read it.
+ * - `GET /_local/key-mirror/{keyHash}`: the mirror item of a key hash, as a GetItem would read it;
+ * - `POST /_local/key-usage`: the rate limiter's usage and suspensions, as the keys CLI reads (and
+ *   lifts) them in a deployed stage's table (shared/rate-limit/key-usage-requests.ts).
  */
 export { MANAGEMENT_API_PATH }
 
@@ -35,6 +37,8 @@ export interface ControlPlaneHandlerOptions {
   /** Runs a key sync that starts after this call (undefined until the server listens). */
   runKeySync: () => Promise<KeySyncResult>
   mirrorItem: (keyHash: string) => Promise<KeyMirrorItem | undefined>
+  /** `POST /_local/key-usage`: the rate limiter's counts and suspensions (key-usage-requests.ts). */
+  keyUsage?: (body: Record<string, unknown>) => Promise<unknown>
   outputs: () => Record<string, string>
   clock: () => number
   /** What every request that reads or changes keys must carry (control-plane-secret.ts). */
@@ -427,8 +431,12 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
   const local = async (
     method: string,
     segments: string[],
+    body: () => Promise<Record<string, unknown>>,
   ): Promise<{ status: number; body?: unknown }> => {
     const [name, id] = segments
+    if (name === 'key-usage' && method === 'POST' && id === undefined && options.keyUsage) {
+      return { status: 200, body: await options.keyUsage(await body()) }
+    }
     if (name === 'outputs' && method === 'GET' && id === undefined) {
       return { status: 200, body: options.outputs() }
     }
@@ -462,7 +470,7 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
     const answer =
       segments[0] === 'apigateway'
         ? managementApi(method, segments.slice(1), url?.searchParams ?? new URLSearchParams(), body)
-        : local(method, segments)
+        : local(method, segments, body)
     answer.then(
       (result) => {
         // Drain an unread body so the connection stays usable.

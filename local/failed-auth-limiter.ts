@@ -1,11 +1,13 @@
 import type { Clock } from '#shared/time/clock.ts'
 
 /**
- * Brute force, locally: an address whose failed authentications in one minute exceed the limit
- * is refused (429 with Retry-After until its minute ends) before any key is looked at; other
- * addresses are unaffected. 429, not a slower 401: docs/api.md's answer to "too many requests"
- * is 429 `rate_limited` with Retry-After, and a delay would hold a connection per guess. On AWS
- * the optional WAF rate-based rule plays this part.
+ * Brute force and floods without a key, locally: an address whose failed authentications in one
+ * minute exceed the limit is refused (429 `too_many_failed_auths`, Retry-After until its minute
+ * ends) whatever fails to authenticate from it; a request with a valid key from the same address
+ * is still served (the gateway asks the authorizer first), so a neighbour behind the same NAT or
+ * proxy, or an `<img>` tag on a web page, cannot lock a customer out. 429, not a slower 401: a
+ * delay would hold a connection per guess. On AWS the WAF's keyless rule plays this part for
+ * requests without a well-formed key (docs/operations.md, "Edge rules").
  */
 export const FAILED_AUTH_LIMIT = 30
 export const FAILED_AUTH_WINDOW_MS = 60_000

@@ -496,16 +496,14 @@ export const resourceMethods = (pathname: string): string[] =>
   COMPILED.filter(({ pattern }) => pattern.test(pathname)).map(({ route }) => route.method)
 
 const failedAuthError = (retryAfterSeconds: number) =>
-  new HttpError('rate_limited', {
-    message: 'Too many failed authentications from this address; retry later.',
-    headers: retryAfterHeaders(retryAfterSeconds),
-  })
+  new HttpError('too_many_failed_auths', { headers: retryAfterHeaders(retryAfterSeconds) })
 
 /**
  * The gateway in front of the functions. One request takes these steps, and any step may answer
  * instead of going on:
  * 1. route (matchRoute), before authentication, as API Gateway does;
- * 2. authorize (authorizeRequest), counting failures per address;
+ * 2. authorize (authorizeRequest), counting failures per address (an address over its limit is
+ *    refused what fails to authenticate, never a valid key);
  * 3. admit to the key's usage plan (usagePlanVerdict);
  * 4. read the body: only now, so a refused client's body is never buffered and a client waiting
  *    on `Expect: 100-continue` is asked for it only now;
@@ -580,8 +578,13 @@ export const createLocalGateway = ({
     }
     const method = (req.method ?? 'GET').toUpperCase()
     const address = req.socket.remoteAddress ?? 'unknown'
+    // An address over its failed authentications is refused only what cannot authenticate: a
+    // request without a well-formed key at once (as the WAF's keyless rule does on AWS), one with
+    // a key once the authorizer said no. A valid key is never refused for its neighbours.
     const retryAfter = failedAuths.retryAfterSeconds(address)
-    if (retryAfter !== undefined) return answer(failedAuthError(retryAfter))
+    const header = req.headers.authorization
+    const wellFormed = header !== undefined && TOKEN_PATTERN.test(header)
+    if (retryAfter !== undefined && !wellFormed) return answer(failedAuthError(retryAfter))
 
     const methods = corsAllowOrigin === undefined ? [] : resourceMethods(url.pathname)
     if (method === 'OPTIONS' && methods.length > 0) {
@@ -600,7 +603,7 @@ export const createLocalGateway = ({
     if (!match) return refuse('MISSING_AUTHENTICATION_TOKEN')
 
     const authorized = await authorizeRequest({
-      header: req.headers.authorization,
+      header,
       methodArn: `arn:aws:execute-api:local:${ACCOUNT_ID}:${API_ID}/${stage}/${method}${match.resource}`,
       authorizer,
       cache,
@@ -611,6 +614,10 @@ export const createLocalGateway = ({
     }
     if (authorized.outcome === 'refused') {
       failedAuths.record(address)
+      const stillRefused = failedAuths.retryAfterSeconds(address)
+      if (retryAfter !== undefined && stillRefused !== undefined) {
+        return answer(failedAuthError(stillRefused))
+      }
       return refuse(authorized.response)
     }
 

@@ -17,6 +17,7 @@ import {
   petTableDefinition,
   rateLimitTableDefinition,
 } from '#shared/data/table-keys.ts'
+import { KeyUsageRepository } from '#shared/rate-limit/key-usage-repository.ts'
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
 import { withApiReference } from './api-reference-route.ts'
 import { AuthorizerCache } from './authorizer-cache.ts'
@@ -31,6 +32,7 @@ import {
   MANAGEMENT_API_PATH,
   withControlPaths,
 } from './control-plane-handler.ts'
+import { keyUsageEndpoint } from './control-plane-key-usage.ts'
 import { localControlSecret } from './control-plane-secret.ts'
 import { ControlPlaneStore } from './control-plane-store.ts'
 import { type DataDirLock, lockDataDir } from './data-dir-lock.ts'
@@ -280,6 +282,13 @@ const startOn = async (
     runKeySync: () =>
       keySync ? keySync.run() : Promise.reject(new Error('The key sync has not started yet')),
     mirrorItem: (keyHash) => mirror.get(keyHash),
+    keyUsage: keyUsageEndpoint(
+      new KeyUsageRepository({
+        client: documentClient,
+        tableName: LOCAL_TABLES.rateLimits,
+        clock,
+      }),
+    ),
     outputs: () => localOutputs(store, `http://${baseHost}${API_VERSION_PATH}`),
     clock,
     secret: controlSecret,

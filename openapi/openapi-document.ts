@@ -145,7 +145,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: `Body over ${MAX_BODY_BYTES / 1024} KiB (\`payload_too_large\`).`,
   415: 'Body not `application/json` (`unsupported_media_type`).',
   422: `This \`${IDEMPOTENCY_KEY_HEADER}\` was used with a different body (\`idempotency_key_reused\`).`,
-  429: 'Over the per-minute limit (`rate_limited`), the daily quota (`quota_exceeded`), or suspended (`key_suspended`).',
+  429: 'Over the per-minute limit (`rate_limited`), the daily quota (`quota_exceeded`), suspended (`key_suspended`), or too many requests without a valid key from one address (`too_many_failed_auths`).',
   500: 'Unexpected error (`internal_error`), logged with the request id.',
   503: 'The datastore throttles or fails (`service_unavailable`); retry after `Retry-After`.',
 }

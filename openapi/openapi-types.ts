@@ -87,7 +87,7 @@ export interface components {
         Pets: components["schemas"]["Pet"][];
         Error: {
             /** @enum {string} */
-            code: "invalid_json" | "validation_failed" | "unauthorized" | "pet_not_found" | "route_not_found" | "idempotency_in_progress" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exceeded" | "key_suspended" | "internal_error" | "service_unavailable";
+            code: "invalid_json" | "validation_failed" | "unauthorized" | "pet_not_found" | "route_not_found" | "idempotency_in_progress" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exceeded" | "key_suspended" | "too_many_failed_auths" | "internal_error" | "service_unavailable";
             message: string;
             status: number;
             details?: {
@@ -236,7 +236,7 @@ export interface components {
                 };
             };
         };
-        /** @description Over the per-minute limit (`rate_limited`), the daily quota (`quota_exceeded`), or suspended (`key_suspended`). */
+        /** @description Over the per-minute limit (`rate_limited`), the daily quota (`quota_exceeded`), suspended (`key_suspended`), or too many requests without a valid key from one address (`too_many_failed_auths`). */
         Error429: {
             headers: {
                 /** @description Requests allowed in the window (UTC minute or UTC day) with the fewest requests left. */
@@ -256,7 +256,7 @@ export interface components {
             content: {
                 "application/json": components["schemas"]["Error"] & {
                     /** @enum {unknown} */
-                    code?: "rate_limited" | "quota_exceeded" | "key_suspended";
+                    code?: "rate_limited" | "quota_exceeded" | "key_suspended" | "too_many_failed_auths";
                     /** @constant */
                     status?: 429;
                 };
@@ -544,7 +544,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Over the per-minute limit (`rate_limited`), the daily quota (`quota_exceeded`), or suspended (`key_suspended`). */
+            /** @description Over the per-minute limit (`rate_limited`), the daily quota (`quota_exceeded`), suspended (`key_suspended`), or too many requests without a valid key from one address (`too_many_failed_auths`). */
             429: {
                 headers: {
                     /** @description Requests allowed in the window (UTC minute or UTC day) with the fewest requests left. */
@@ -570,7 +570,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {unknown} */
-                        code?: "rate_limited" | "quota_exceeded" | "key_suspended";
+                        code?: "rate_limited" | "quota_exceeded" | "key_suspended" | "too_many_failed_auths";
                         /** @constant */
                         status?: 429;
                     };

@@ -9,7 +9,6 @@ import {
   DeleteUsagePlanKeyCommand,
   GetApiKeyCommand,
   GetApiKeysCommand,
-  GetUsageCommand,
   GetUsagePlanKeysCommand,
   GetUsagePlansCommand,
   NotFoundException,
@@ -147,25 +146,14 @@ export interface StagePlan {
   grant: PlanFromTags
 }
 
-/** Why a usage read failed, in words that name no key: the error's name and HTTP status. */
-const usageFailure = (error: unknown): string => {
-  const { name, $metadata } = (error ?? {}) as {
-    name?: string
-    $metadata?: { httpStatusCode?: number }
-  }
-  const status = $metadata?.httpStatusCode
-  return `GetUsage failed (${name ?? 'Error'}${status === undefined ? '' : `, HTTP ${status}`})`
-}
-
 export interface KeyRow {
   id: string
   name: string
   plan: string
   enabled: boolean
   createdDate: Date | undefined
-  /** Requests API Gateway counted today (UTC) for the key on its plan (GetUsage); undefined
-   * when usage could not be read (listKeys' usageUnavailable says why). */
-  usedToday: number | undefined
+  /** What the key's plan grants (undefined when the plan is refused: its keys get 401). */
+  limits: PlanLimits | undefined
   /** When a rotation's overlap ends the key, if it does. */
   disableAfter: string | undefined
 }
@@ -215,8 +203,6 @@ const inWords = (ms: number) =>
     : ms % 3_600_000 === 0
       ? `${ms / 3_600_000}h`
       : `${Math.round(ms / 60_000)}m`
-
-const utcDay = (epochMs: number) => new Date(epochMs).toISOString().slice(0, 10)
 
 /** Warnings for a Region near a ceiling (API keys, usage plans). */
 export const ceilingWarnings = ({
@@ -727,17 +713,13 @@ export class KeyAdmin {
   }
 
   /**
-   * The stage's keys with today's use. A usage read that fails (an emulator without GetUsage, a
-   * role without apigateway:GET on usage) leaves the counts out and says why: the keys are what
-   * an operator lists for.
+   * The stage's keys with their plans. Their use is the rate limiter's to say (the keys CLI reads
+   * it there: the count the keys' own headers show).
    */
-  async listKeys(): Promise<{ rows: KeyRow[]; otherKeys: number; usageUnavailable?: string }> {
+  async listKeys(): Promise<{ rows: KeyRow[]; otherKeys: number }> {
     const keys = await this.#regionKeys()
     const { plans, regionPlans } = await this.stagePlans()
     const planOfKey = new Map<string, StagePlan>()
-    const usedToday = new Map<string, number>()
-    let usageUnavailable: string | undefined
-    const today = utcDay(this.#clock())
     for (const plan of plans) {
       const planKeys = await this.#all(
         `keys of usage plan ${plan.id} (GetUsagePlanKeys)`,
@@ -747,17 +729,6 @@ export class KeyAdmin {
           ),
       )
       for (const { id } of planKeys) if (id) planOfKey.set(id, plan)
-      if (planKeys.length === 0 || usageUnavailable !== undefined) continue
-      try {
-        const usage = await this.#send(
-          new GetUsageCommand({ usagePlanId: plan.id, startDate: today, endDate: today }),
-        )
-        for (const [keyId, days] of Object.entries(usage.items ?? {})) {
-          usedToday.set(keyId, days.at(-1)?.[0] ?? 0)
-        }
-      } catch (error) {
-        usageUnavailable = usageFailure(error)
-      }
     }
     for (const warning of ceilingWarnings({ apiKeys: keys.length, usagePlans: regionPlans })) {
       this.#warn(warning)
@@ -766,20 +737,19 @@ export class KeyAdmin {
       .filter(
         (key): key is ApiKey & { id: string } => key.id !== undefined && planOfKey.has(key.id),
       )
-      .map((key) => ({
-        id: key.id,
-        name: key.name ?? '',
-        plan: planOfKey.get(key.id)?.label ?? '',
-        enabled: key.enabled === true,
-        createdDate: key.createdDate,
-        usedToday: usageUnavailable === undefined ? (usedToday.get(key.id) ?? 0) : undefined,
-        disableAfter: key.tags?.[DISABLE_AFTER_TAG],
-      }))
-    return {
-      rows,
-      otherKeys: keys.length - rows.length,
-      ...(usageUnavailable === undefined ? {} : { usageUnavailable }),
-    }
+      .map((key) => {
+        const grant = planOfKey.get(key.id)?.grant
+        return {
+          id: key.id,
+          name: key.name ?? '',
+          plan: planOfKey.get(key.id)?.label ?? '',
+          enabled: key.enabled === true,
+          createdDate: key.createdDate,
+          limits: grant && !('error' in grant) ? grant.limits : undefined,
+          disableAfter: key.tags?.[DISABLE_AFTER_TAG],
+        }
+      })
+    return { rows, otherKeys: keys.length - rows.length }
   }
 
   async setEnabled(idOrName: string, enabled: boolean) {
@@ -1015,6 +985,14 @@ export class KeyAdmin {
       throw new KeyAdminError('--per-minute and --per-day must be positive integers')
     }
     if (perDay < perMinute) throw new KeyAdminError('--per-day must be at least --per-minute')
+    const largest = this.#outputs.largestPlanPerMinute
+    if (largest !== undefined && perMinute > largest) {
+      // The stage's edge rules (WAF per-key rule) are derived from this: a larger plan would be
+      // blocked at the edge below its own limit.
+      throw new KeyAdminError(
+        `--per-minute ${perMinute} is above the largest plan stage ${this.#stage} allows (${largest}/minute, its LargestPlanPerMinute output): raise the CDK context ${this.#stage}.largestPlanPerMinute (and throttleRateLimit if it says so) and deploy first (docs/operations.md#edge-rules)`,
+      )
+    }
     const { plans, regionPlans } = await this.stagePlans()
     const existing = plans.find((plan) => plan.customer === customer)
     if (existing) throw new KeyAdminError(`Customer ${customer} already has plan ${existing.id}`)

@@ -3,6 +3,13 @@ import { keyValuesIn, maskingArguments, shownArgument } from '#shared/auth/key-v
 import { isPlanName, PLAN_NAMES } from '#shared/config/plans-config.ts'
 import { confirmHeldRemovals, listHeldRemovals } from './held-removals-command.ts'
 import { KeyAdminError, type PlanSelector } from './key-admin-service.ts'
+import {
+  type Output,
+  runSupportCommand,
+  SupportUsageError,
+  suspensionOf,
+  todayCounts,
+} from './keys-support-commands.ts'
 import { openStageTarget, type StageTarget, type TargetChoice } from './stage-target-resolver.ts'
 
 /**
@@ -27,6 +34,12 @@ export const KEYS_USAGE = `usage: npm run keys -- [--stage staging|production [-
   plan list                       the stage's usage plans
   plan create --customer <name> --per-minute <n> --per-day <n>
                                   a per-customer Enterprise plan
+  show <id>                       a key's plan, state, suspension, minute and day use, last seen
+  lift <id>                       end a key's suspension (in force everywhere within 5 s)
+  usage <id> [--from D] [--to D]  admitted requests per UTC day (default: the last 30 days)
+  usage --month YYYY-MM           every key's admitted requests per day of a month
+--json: one JSON document on stdout (messages stay on stderr); usage also takes --csv.
+Exit codes: 0 done, 1 failed (the message says what is changed), 2 a usage error.
 Without --stage the local server (npm start) is used: HOST and PORT as npm start reads them, or --url.`
 
 export interface CommandIo {
@@ -142,6 +155,47 @@ const table = (rows: string[][]): string => {
     .join('\n')
 }
 
+/** `list`: the stage's keys, with TODAY as the rate limiter counts it. */
+const listCommand = async (target: StageTarget, out: Output): Promise<void> => {
+  const { rows, otherKeys } = await target.admin.listKeys()
+  const { counts, unavailable } = await todayCounts(
+    target,
+    rows.map((row) => row.id),
+  )
+  const now = Date.now()
+  if (out.json) {
+    const document = rows.map((row) => ({
+      ...row,
+      createdDate: row.createdDate?.toISOString() ?? null,
+      usedToday: counts?.[row.id] ?? null,
+    }))
+    out.stdout(`${JSON.stringify(document, null, 2)}\n`)
+  } else {
+    out.stdout(
+      `${table([
+        ['ID', 'NAME', 'PLAN', 'ENABLED', 'CREATED', 'TODAY', 'NOTE'],
+        ...rows.map((row) => [
+          row.id,
+          row.name,
+          row.plan,
+          row.enabled ? 'yes' : 'no',
+          row.createdDate?.toISOString().replace(/\.\d{3}Z$/, 'Z') ?? '',
+          counts === undefined ? '-' : String(counts[row.id] ?? 0),
+          row.disableAfter === undefined
+            ? ''
+            : Date.parse(row.disableAfter) > now
+              ? `works until ${row.disableAfter}`
+              : `refused since ${row.disableAfter}`,
+        ]),
+      ])}\n`,
+    )
+  }
+  if (otherKeys > 0) {
+    out.say(`${otherKeys} other key(s) in this Region are on no plan of stage ${target.stage}`)
+  }
+  if (unavailable !== undefined) out.say(`TODAY is empty: ${unavailable}`)
+}
+
 const run = async (
   target: StageTarget,
   command: string,
@@ -151,14 +205,23 @@ const run = async (
 ): Promise<void> => {
   const { admin, stage } = target
   const say = (line: string) => io.stderr(`${line}\n`)
-  // The value is printed the moment the key exists: a failure or Ctrl-C later cannot lose it.
-  const printValue = (key: { value: string }) => io.stdout(`${key.value}\n`)
+  const json = values.json === true
+  const out: Output = { json, stdout: io.stdout, say, keysCommand: admin.keysCommand }
+  /** With --json, the command's one JSON document on stdout. */
+  const emit = (document: unknown) => {
+    if (json) io.stdout(`${JSON.stringify(document, null, 2)}\n`)
+  }
+  // The value is printed the moment the key exists: a failure or Ctrl-C later cannot lose it
+  // (with --json, as a document of its own: the key's id and value).
+  const printValue = (key: { id?: string; value: string }) =>
+    io.stdout(json ? `${JSON.stringify({ id: key.id, value: key.value })}\n` : `${key.value}\n`)
   const str = (name: string) => values[name] as string | undefined
   const idArg = () => {
     const id = args[0]
     if (!id) throw new UsageError(`${command} needs a key id (or name)`)
     return id
   }
+  if (await runSupportCommand(target, command, args, values, out)) return
   switch (command) {
     case 'create': {
       const selector = selectorOf({ plan: str('plan'), customer: str('customer') })
@@ -169,46 +232,30 @@ const run = async (
       )
       return
     }
-    case 'list': {
-      const { rows, otherKeys, usageUnavailable } = await admin.listKeys()
-      const now = Date.now()
-      io.stdout(
-        `${table([
-          ['ID', 'NAME', 'PLAN', 'ENABLED', 'CREATED', 'TODAY', 'NOTE'],
-          ...rows.map((row) => [
-            row.id,
-            row.name,
-            row.plan,
-            row.enabled ? 'yes' : 'no',
-            row.createdDate?.toISOString().replace(/\.\d{3}Z$/, 'Z') ?? '',
-            row.usedToday === undefined ? '-' : String(row.usedToday),
-            row.disableAfter === undefined
-              ? ''
-              : Date.parse(row.disableAfter) > now
-                ? `works until ${row.disableAfter}`
-                : `refused since ${row.disableAfter}`,
-          ]),
-        ])}\n`,
-      )
-      if (otherKeys > 0)
-        say(`${otherKeys} other key(s) in this Region are on no plan of stage ${stage}`)
-      if (usageUnavailable !== undefined) say(`TODAY is empty: ${usageUnavailable}`)
-      return
-    }
+    case 'list':
+      return listCommand(target, out)
     case 'enable':
     case 'disable': {
       const result = await admin.setEnabled(idArg(), command === 'enable')
+      const { suspended, warning } =
+        command === 'enable' && result.works
+          ? await suspensionOf(target, result.id)
+          : { suspended: false }
+      emit({ ...result, enabled: command === 'enable', suspended })
       say(
         command === 'disable'
           ? `disabled key ${result.id}: it gets 401 now`
-          : result.works
-            ? `enabled key ${result.id} on ${result.plan}: it works now`
-            : `enabled key ${result.id}, but it is on no valid plan of stage ${stage} (or past its overlap): it still gets 401`,
+          : warning !== undefined
+            ? `enabled key ${result.id} on ${result.plan}, ${warning}`
+            : result.works
+              ? `enabled key ${result.id} on ${result.plan}: it works now`
+              : `enabled key ${result.id}, but it is on no valid plan of stage ${stage} (or past its overlap): it still gets 401`,
       )
       return
     }
     case 'revoke': {
       const result = await admin.revoke(idArg())
+      emit(result)
       say(`revoked (deleted) key ${result.id}: it gets 401 now`)
       return
     }
@@ -217,8 +264,18 @@ const run = async (
         idArg(),
         selectorOf({ plan: str('plan'), customer: str('customer') }),
       )
+      const { suspended, warning } = result.works
+        ? await suspensionOf(target, result.id)
+        : { suspended: false, warning: undefined }
+      emit({ ...result, suspended })
       say(
-        `moved key ${result.id} from ${result.from ?? 'no plan'} to ${result.to}${result.works ? ': its new limits apply now' : ' (it is disabled: still 401)'}`,
+        `moved key ${result.id} from ${result.from ?? 'no plan'} to ${result.to}${
+          !result.works
+            ? ' (it is disabled: still 401)'
+            : warning !== undefined
+              ? `: its new limits apply, ${warning}`
+              : ': its new limits apply now'
+        }`,
       )
       return
     }
@@ -244,6 +301,7 @@ const run = async (
       const [sub] = args
       if (sub === 'list') {
         const plans = await admin.listPlans()
+        if (json) return emit(plans)
         io.stdout(
           `${table([
             ['ID', 'NAME', 'PLAN', 'PER MINUTE', 'PER DAY', 'KEYS'],
@@ -269,7 +327,7 @@ const run = async (
           perMinute: positiveInteger('per-minute', str('per-minute')),
           perDay: positiveInteger('per-day', str('per-day')),
         })
-        io.stdout(`${plan.id}\n`)
+        io.stdout(json ? `${JSON.stringify(plan, null, 2)}\n` : `${plan.id}\n`)
         say(
           `created usage plan ${plan.id} (${plan.name}) on stage ${stage}; its keys: ${admin.keysCommand} create --customer ${customer} --name <name>`,
         )
@@ -331,6 +389,11 @@ export const runKeysCommand = async (
         overlap: { type: 'string' },
         'per-minute': { type: 'string' },
         'per-day': { type: 'string' },
+        json: { type: 'boolean' },
+        csv: { type: 'boolean' },
+        from: { type: 'string' },
+        to: { type: 'string' },
+        month: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       allowPositionals: true,
@@ -360,6 +423,7 @@ export const runKeysCommand = async (
   } catch (error) {
     if (
       error instanceof UsageError ||
+      error instanceof SupportUsageError ||
       (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
     ) {
       io.stderr(`keys: ${(error as Error).message}\n${KEYS_USAGE}\n`)

@@ -17,6 +17,10 @@ export interface StageOutputs {
   keySyncFunctionName?: string
   /** Deployed stages only: read to see what the mirror holds. */
   keyMirrorTableName?: string
+  /** The rate limiter's table (the data stack's RateLimitTableName): usage, suspensions. */
+  rateLimitTableName?: string
+  /** The largest per-minute limit a plan may have (the API stack's LargestPlanPerMinute). */
+  largestPlanPerMinute?: number
 }
 
 const regionOf = async (client: CloudFormationClient): Promise<string | undefined> => {
@@ -77,6 +81,10 @@ export const stageOutputsFrom = (outputs: Record<string, string>, where: string)
     planIds,
     ...(outputs.KeySyncFunctionName ? { keySyncFunctionName: outputs.KeySyncFunctionName } : {}),
     ...(outputs.KeyMirrorTableName ? { keyMirrorTableName: outputs.KeyMirrorTableName } : {}),
+    ...(outputs.RateLimitTableName ? { rateLimitTableName: outputs.RateLimitTableName } : {}),
+    ...(/^[1-9]\d*$/.test(outputs.LargestPlanPerMinute ?? '')
+      ? { largestPlanPerMinute: Number(outputs.LargestPlanPerMinute) }
+      : {}),
   }
 }
 
@@ -120,5 +128,11 @@ export const readStackOutputs = async (
   if (!keyMirrorTableName) {
     throw new Error(`Stack ${data} has no output KeyMirrorTableName: deploy the stage first`)
   }
-  return { ...outputs, keyMirrorTableName }
+  return {
+    ...outputs,
+    keyMirrorTableName,
+    ...(dataOutputs.RateLimitTableName
+      ? { rateLimitTableName: dataOutputs.RateLimitTableName }
+      : {}),
+  }
 }

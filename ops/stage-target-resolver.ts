@@ -8,6 +8,12 @@ import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import type { HeldRemovals } from './held-removals-command.ts'
 import { CLI_CALL_RATE, KeyAdmin, KeyAdminError } from './key-admin-service.ts'
+import {
+  deployedKeyUsage,
+  type KeyUsageReader,
+  localKeyUsage,
+  unavailableKeyUsage,
+} from './key-usage-client.ts'
 import { readStackOutputs, type StageOutputs, stageOutputsFrom } from './stack-outputs-reader.ts'
 import { AwsStageSync, LocalStageSync, type StageSync } from './stage-sync-client.ts'
 
@@ -22,6 +28,8 @@ export interface StageTarget {
   admin: KeyAdmin
   /** The key sync's held removals (`keys held`, `keys confirm`); deployed stages only. */
   heldRemovals?: HeldRemovals
+  /** The rate limiter's counts and suspensions (keys show, lift, usage, list's TODAY). */
+  usage: KeyUsageReader
   /** Releases the SDK clients' connections. */
   close(): void
 }
@@ -84,7 +92,8 @@ const openLocal = async (
     warn,
     ...(signal ? { signal } : {}),
   })
-  return { stage: 'local', outputs, admin, close: () => client.destroy() }
+  const usage = localKeyUsage(origin, access.fetch)
+  return { stage: 'local', outputs, admin, usage, close: () => client.destroy() }
 }
 
 /** What runs a deployed stage's sync: its key-sync function, unless a caller runs it itself. */
@@ -146,10 +155,16 @@ export const openDeployedStage = async (
       warn,
       ...(signal ? { signal } : {}),
     })
+    const usage = outputs.rateLimitTableName
+      ? deployedKeyUsage(documentClient, outputs.rateLimitTableName)
+      : unavailableKeyUsage(
+          `The data stack of ${stage} has no output RateLimitTableName: deploy the stage first`,
+        )
     return {
       stage,
       outputs,
       admin,
+      usage,
       close,
       ...(sync instanceof AwsStageSync ? { heldRemovals: sync } : {}),
     }

@@ -3,7 +3,6 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
   limitsFor,
-  PLAN_LIMITS,
   PLAN_NAMES,
   type PlanLimits,
   type PlanName,
@@ -73,8 +72,17 @@ export interface StageConfig {
    * 6 MB and API Gateway's 10 MB never reach a function). On by default in production.
    */
   waf: boolean
-  /** Requests one source address may send in WAF's 5-minute window before it is blocked. */
-  wafRateLimitPer5Minutes: number
+  /**
+   * Requests without a well-formed key one source address may send in WAF's 5-minute window
+   * before such requests from it are blocked (requests with a key are never counted by it).
+   */
+  wafKeylessPer5Minutes: number
+  /**
+   * The largest per-minute limit a plan may have on this stage: the keys CLI refuses a
+   * per-customer plan above it (it reads the API stack's LargestPlanPerMinute output), and the
+   * WAF's per-key rule is derived from it, so no edge rule undercuts a plan the tools accept.
+   */
+  largestPlanPerMinute: number
   /**
    * The origin browser pages may call the stage from (Access-Control-Allow-Origin): `*` by
    * default, or one origin (shared/http/cors-headers.ts says why; docs/api.md, "Browsers").
@@ -273,28 +281,81 @@ export const readStageConfig = (context: ContextReader, stage: StageName): Stage
     apiGatewayCloudWatchRole: settings.flag('apiGatewayCloudWatchRole', true),
     gradualDeployment: settings.flag('gradualDeployment', stage === 'production'),
     waf: settings.flag('waf', stage === 'production'),
-    // WAF allows 10 to 2,000,000,000 per window ("Rate-based rule statement", AWS WAF docs).
-    wafRateLimitPer5Minutes: settings.integer('wafRateLimitPer5Minutes', {
-      fallback: wafRateFloor(enterpriseLimits),
-      min: 10,
-      max: 2_000_000_000,
+    ...edgeLimitsOf(settings, enterpriseLimits, throttle.throttleRateLimit),
+  }
+}
+
+/** WAF's bounds on a rate-based rule's limit per window ("Rate-based rule statement", AWS WAF docs). */
+export const WAF_LIMIT_RANGE = { min: 10, max: 2_000_000_000 } as const
+
+/**
+ * The WAF per-key rule's limit: twice what a key of the largest plan may send in WAF's 5-minute
+ * window. A key sending more than twice its per-minute limit in a minute is suspended by the
+ * functions' limiter anyway (docs/rate-limits-and-keys.md), so the edge only drops what would be
+ * refused.
+ */
+export const wafPerKeyLimit = (largestPlanPerMinute: number): number => 2 * 5 * largestPlanPerMinute
+
+/**
+ * The default of largestPlanPerMinute: ten times the stage's largest plan, so per-customer plans
+ * well above Enterprise are accepted without a redeploy, but never above what the stage throttle
+ * serves (its rate must cover the plan's usage-plan backstop, perMinute / 30 a second).
+ */
+export const defaultLargestPlanPerMinute = (
+  enterpriseLimits: PlanLimits,
+  throttleRateLimit: number,
+): number => Math.min(10 * largestStagePlanPerMinute(enterpriseLimits), throttleRateLimit * 30)
+
+const largestStagePlanPerMinute = (enterpriseLimits: PlanLimits): number =>
+  Math.max(...PLAN_NAMES.map((plan) => limitsFor(plan, enterpriseLimits).perMinute))
+
+/**
+ * The edge rules' numbers. `wafRateLimitPer5Minutes` (one limit per address for every request,
+ * which let anyone at a customer's address lock it out) is refused by name, so a cdk.json that
+ * still sets it fails synthesis instead of being silently ignored.
+ */
+export const edgeLimitsOf = (
+  settings: StageContext,
+  enterpriseLimits: PlanLimits,
+  throttleRateLimit: number,
+): Pick<StageConfig, 'wafKeylessPer5Minutes' | 'largestPlanPerMinute'> => {
+  if (settings.text('wafRateLimitPer5Minutes') !== undefined) {
+    settings.fail(
+      'wafRateLimitPer5Minutes',
+      'nothing: it is replaced by wafKeylessPer5Minutes (requests without a key, per address) and largestPlanPerMinute (the per-key rule), docs/operations.md#edge-rules',
+    )
+  }
+  const largestStagePlan = largestStagePlanPerMinute(enterpriseLimits)
+  const largestPlanPerMinute = settings.integer('largestPlanPerMinute', {
+    fallback: Math.max(
+      largestStagePlan,
+      defaultLargestPlanPerMinute(enterpriseLimits, throttleRateLimit),
+    ),
+    min: largestStagePlan,
+    max: Math.floor(WAF_LIMIT_RANGE.max / wafPerKeyLimit(1)),
+    why: `the stage's own largest plan allows ${largestStagePlan} a minute`,
+  })
+  if (largestPlanPerMinute > throttleRateLimit * 30) {
+    settings.fail(
+      'largestPlanPerMinute',
+      `at most ${throttleRateLimit * 30} (the stage throttle of ${throttleRateLimit}/s times 30 covers a plan's usage-plan backstop): raise throttleRateLimit first`,
+    )
+  }
+  return {
+    largestPlanPerMinute,
+    wafKeylessPer5Minutes: settings.integer('wafKeylessPer5Minutes', {
+      fallback: WAF_KEYLESS_DEFAULT,
+      ...WAF_LIMIT_RANGE,
     }),
   }
 }
 
 /**
- * The default per-address WAF limit never undercuts a plan: twice the largest plan's per-minute
- * limit over WAF's 5-minute window (one address may serve a whole customer).
+ * Requests without a well-formed key one address may send per 5 minutes: every one of them is
+ * answered 401 without invoking anything, so this only caps what a flood costs in WAF
+ * inspections and log lines; a client that forgot its key is told by its first 401.
  */
-export const wafRateFloor = (enterpriseLimits: PlanLimits): number =>
-  2 *
-  5 *
-  Math.max(
-    enterpriseLimits.perMinute,
-    ...PLAN_NAMES.filter((plan) => plan !== 'enterprise').map(
-      (plan) => PLAN_LIMITS[plan].perMinute,
-    ),
-  )
+export const WAF_KEYLESS_DEFAULT = 1_500
 
 /** Per-stage CloudWatch namespace: two stages in one account must not share metrics or alarms. */
 export const metricsNamespace = (stage: StageName): string => `Petstore/${stage}`

@@ -20,6 +20,8 @@ export const STAGE_SETTINGS = [
   'gradualDeployment',
   'waf',
   'wafRateLimitPer5Minutes',
+  'wafKeylessPer5Minutes',
+  'largestPlanPerMinute',
   'apiGatewayCloudWatchRole',
   'corsAllowOrigin',
 ] as const

@@ -122,6 +122,11 @@ export class PetstoreApiStack extends Stack {
         'Invoke with {"confirmRemovals": [<key ids>]}, as the key-sync log gives it, to confirm a removal the sync holds',
       value: keySyncFunction.function.functionName,
     })
+    new CfnOutput(this, 'LargestPlanPerMinute', {
+      description:
+        'The keys CLI refuses a per-customer plan above this; the WAF per-key rule is derived from it',
+      value: String(config.largestPlanPerMinute),
+    })
     new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn })
     new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName })
   }

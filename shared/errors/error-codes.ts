@@ -17,6 +17,7 @@ export const ERROR_STATUS = {
   rate_limited: 429,
   quota_exceeded: 429,
   key_suspended: 429,
+  too_many_failed_auths: 429,
   internal_error: 500,
   service_unavailable: 503,
 } as const
@@ -38,6 +39,8 @@ export const ERROR_MESSAGES: Record<ErrorCode, string> = {
   rate_limited: 'Too many requests in this minute.',
   quota_exceeded: 'The daily request quota is used up.',
   key_suspended: 'This API key is temporarily suspended after repeated rate-limit violations.',
+  too_many_failed_auths:
+    'Too many requests without a valid API key from this address; retry later. Requests with a valid key are not affected.',
   internal_error: 'An unexpected error occurred.',
   service_unavailable: 'The service is temporarily unavailable; retry later.',
 }

@@ -44,8 +44,9 @@ import {
  * - rate_limited / quota_exceeded: 2 (failed UpdateItem, UpdateItem counting the rejection),
  *   3 where the failed update does not return the old item (dynalite: + GetItem);
  * - the rejection that starts a suspension: 1 more (2 in parallel when it crosses midnight);
- * - key_suspended: 1 (2 on dynalite), and 0 once this instance has seen the suspension: it is
- *   remembered in memory until it ends (a suspension is never shortened, so this is safe).
+ * - key_suspended: 1 (2 on dynalite), and 0 for SUSPENSION_RECHECK_MS once this instance has
+ *   seen the suspension: it is remembered that long at most, then read again, so a suspension
+ *   the keys CLI lifts (KeyUsageRepository.lift) ends on every warm instance within seconds.
  * Rejected alternatives: two items in TransactWriteItems (one round trip, but four write units and
  * transaction conflicts between concurrent requests of one key), two sequential updates with a
  * compensating decrement (two round trips), sliding windows (not what the plans promise).
@@ -131,7 +132,7 @@ export const admittedOnStoreFailure = (
 })
 
 /** Attribute names of the day item (its key and TTL attribute are in RATE_LIMIT_TABLE). */
-const ATTRIBUTES = {
+export const ATTRIBUTES = {
   day: 'day',
   suspendedUntil: 'suspendedUntil',
   minutePrefix: 'm',
@@ -140,8 +141,15 @@ const ATTRIBUTES = {
 
 /** Counters of this many previous minutes are removed by each write (bounds the item size). */
 const STALE_MINUTES = 15
-/** Items outlive their day by an hour (TTL is lazy anyway; correctness never depends on it). */
-const TTL_GRACE_SECONDS = 3_600
+/**
+ * Items outlive their day by USAGE_RETENTION_DAYS and an hour: the day's admitted count is the
+ * usage history the keys CLI reads (`keys usage`, the month export). TTL is lazy anyway; the
+ * limiter's correctness never depends on it.
+ */
+export const USAGE_RETENTION_DAYS = 100
+const TTL_GRACE_SECONDS = USAGE_RETENTION_DAYS * 86_400 + 3_600
+/** How long an instance trusts a suspension it has seen before reading the item again. */
+export const SUSPENSION_RECHECK_MS = 5_000
 /** Upper bound of remembered suspensions per instance. */
 const MAX_REMEMBERED_SUSPENSIONS = 10_000
 
@@ -149,9 +157,9 @@ export const dayItemKey = (keyId: string, dayId: string) => ({
   [RATE_LIMIT_TABLE.partitionKey]: `${keyId}#${dayId}`,
 })
 
-const minuteAttribute = (minuteOfDay: number) =>
+export const minuteAttribute = (minuteOfDay: number) =>
   `${ATTRIBUTES.minutePrefix}${minuteLabel(minuteOfDay)}`
-const rejectedAttribute = (minuteOfDay: number) =>
+export const rejectedAttribute = (minuteOfDay: number) =>
   `${ATTRIBUTES.rejectedPrefix}${minuteLabel(minuteOfDay)}`
 const expiresAtOf = (windows: UtcWindows) => Math.floor(windows.dayEndMs / 1000) + TTL_GRACE_SECONDS
 
@@ -168,7 +176,7 @@ const staleCounters = (minuteOfDay: number) => {
 }
 
 /** Numbers come back as NumberValue (wrapNumbers), plain numbers, or `{ N }` (raw exception Item). */
-const numberOf = (value: unknown): number => {
+export const numberOf = (value: unknown): number => {
   if (value === undefined || value === null) return 0
   if (typeof value === 'number') return value
   if (typeof value === 'object') {
@@ -188,7 +196,8 @@ export class DynamoRateLimiter implements RateLimiter {
   readonly #client: DynamoDBDocumentClient
   readonly #tableName: string
   readonly #clock: Clock
-  readonly #suspensions = new Map<string, number>()
+  /** Suspensions seen: until when they run, and when to read the item again (lifted?). */
+  readonly #suspensions = new Map<string, { until: number; recheckAt: number }>()
 
   constructor({ client, tableName, clock = systemClock }: DynamoRateLimiterOptions) {
     this.#client = client
@@ -198,9 +207,9 @@ export class DynamoRateLimiter implements RateLimiter {
 
   async consume(keyId: string, limits: PlanLimits): Promise<RateLimitDecision> {
     const nowMs = this.#clock()
-    const rememberedUntil = this.#suspensions.get(keyId)
-    if (rememberedUntil !== undefined) {
-      if (rememberedUntil > nowMs) return suspendedDecision(limits, nowMs, rememberedUntil)
+    const remembered = this.#suspensions.get(keyId)
+    if (remembered !== undefined) {
+      if (remembered.recheckAt > nowMs) return suspendedDecision(limits, nowMs, remembered.until)
       this.#suspensions.delete(keyId)
     }
     try {
@@ -355,11 +364,14 @@ export class DynamoRateLimiter implements RateLimiter {
   }
 
   #remember(keyId: string, untilMs: number): void {
+    const nowMs = this.#clock()
     if (this.#suspensions.size >= MAX_REMEMBERED_SUSPENSIONS) {
-      const nowMs = this.#clock()
-      for (const [id, until] of this.#suspensions) if (until <= nowMs) this.#suspensions.delete(id)
+      for (const [id, { recheckAt }] of this.#suspensions) {
+        if (recheckAt <= nowMs) this.#suspensions.delete(id)
+      }
       if (this.#suspensions.size >= MAX_REMEMBERED_SUSPENSIONS) this.#suspensions.clear()
     }
-    this.#suspensions.set(keyId, untilMs)
+    const recheckAt = Math.min(untilMs, nowMs + SUSPENSION_RECHECK_MS)
+    this.#suspensions.set(keyId, { until: untilMs, recheckAt })
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { WAF_BODY_INSPECTION_BYTES } from '#infra/constructs/web-acl-construct.ts'
+import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
 import { MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
@@ -233,14 +234,80 @@ describe('the WAF web ACL', () => {
     })
   })
 
-  it('blocks one source address over its rate with 429 rate_limited and Retry-After', () => {
-    const rule = rules().find((candidate) => candidate.Name === 'RatePerSourceAddress')
-    expect(rule?.Statement.RateBasedStatement).toMatchObject({
-      AggregateKeyType: 'IP',
-      EvaluationWindowSec: 300,
-    })
-    // Never below what the largest plan may send from one address (Enterprise 5,000/min).
-    expect(Number(rule?.Statement.RateBasedStatement?.Limit)).toBeGreaterThanOrEqual(5_000 * 5)
+  /**
+   * Whether a statement of the subset the web ACL uses matches a request's Authorization header
+   * (absent: undefined), as WAF evaluates it: And, Not, ByteMatch STARTS_WITH and SizeConstraint
+   * on the single header, after the text transformations named.
+   */
+  type Statement = Record<string, Record<string, unknown>>
+  const matches = (statement: Statement, header: string | undefined): boolean => {
+    const [[type, body]] = Object.entries(statement) as [[string, Record<string, unknown>]]
+    if (type === 'AndStatement') {
+      return (body.Statements as Statement[]).every((inner) => matches(inner, header))
+    }
+    if (type === 'NotStatement') return !matches(body.Statement as Statement, header)
+    expect(body.FieldToMatch).toEqual({ SingleHeader: { Name: 'authorization' } })
+    if (header === undefined) return false
+    const transformations = (body.TextTransformations as { Type: string }[]).map((t) => t.Type)
+    const value = transformations.includes('LOWERCASE') ? header.toLowerCase() : header
+    if (type === 'ByteMatchStatement') {
+      expect(body.PositionalConstraint).toBe('STARTS_WITH')
+      return value.startsWith(body.SearchString as string)
+    }
+    if (type === 'SizeConstraintStatement') {
+      const size = body.Size as number
+      return body.ComparisonOperator === 'GE' ? value.length >= size : value.length <= size
+    }
+    throw new Error(`statement ${type} is not modelled here`)
+  }
+  const rateRules = () =>
+    rules().filter((rule) => rule.Statement.RateBasedStatement !== undefined) as unknown as {
+      Name: string
+      Statement: { RateBasedStatement: Record<string, unknown> }
+      Action: { Block: { CustomResponse: Record<string, unknown> } }
+    }[]
+  const VALID_KEY_HEADER = `Bearer ${'k'.repeat(40)}`
+
+  // "If you define a scope-down statement for the rule, AWS WAF only aggregates, counts, and rate
+  // limits requests that match the scope-down statement" (https://docs.aws.amazon.com/waf/latest/developerguide/waf-rule-statement-type-rate-based-request-limiting.html);
+  // with a header as custom key, "each distinct value in the header contributes to the
+  // aggregation instance" (https://docs.aws.amazon.com/waf/latest/APIReference/API_RateBasedStatementCustomKey.html).
+  it("cannot count a valid key's requests with anyone else's: each rate rule either leaves keyed requests out or counts them per key value", () => {
+    expect(rateRules().map((rule) => rule.Name)).toEqual(['KeylessPerAddress', 'RatePerKey'])
+    for (const rule of rateRules()) {
+      const statement = rule.Statement.RateBasedStatement
+      const scopeDown = statement.ScopeDownStatement as Statement | undefined
+      const countsKeyed = scopeDown === undefined || matches(scopeDown, VALID_KEY_HEADER)
+      if (!countsKeyed) continue
+      // Counted: then only per key value, never per address or across keys.
+      expect(statement.AggregateKeyType, rule.Name).toBe('CUSTOM_KEYS')
+      expect(statement.CustomKeys, rule.Name).toEqual([
+        { Header: { Name: 'authorization', TextTransformations: [{ Priority: 0, Type: 'NONE' }] } },
+      ])
+    }
+  })
+
+  it('counts requests without a key per address and answers them 429 too_many_failed_auths', () => {
+    const rule = rateRules().find((candidate) => candidate.Name === 'KeylessPerAddress')
+    const statement = rule?.Statement.RateBasedStatement as Record<string, unknown>
+    expect(statement).toMatchObject({ AggregateKeyType: 'IP', EvaluationWindowSec: 300 })
+    const scopeDown = statement.ScopeDownStatement as Statement
+    for (const header of [
+      undefined,
+      '',
+      'Basic Zm9vOmJhcg==',
+      'Bearer short',
+      `Bearer ${'k'.repeat(200)}`,
+    ]) {
+      expect(matches(scopeDown, header), String(header)).toBe(true)
+    }
+    for (const header of [
+      VALID_KEY_HEADER,
+      `bearer  ${'k'.repeat(128)}`,
+      `BEARER ${'k'.repeat(20)}`,
+    ]) {
+      expect(matches(scopeDown, header), header).toBe(false)
+    }
     const response = rule?.Action.Block.CustomResponse as {
       ResponseCode: number
       CustomResponseBodyKey: string
@@ -249,9 +316,46 @@ describe('the WAF web ACL', () => {
     expect(response.ResponseCode).toBe(429)
     expect(response.ResponseHeaders).toEqual([{ Name: 'Retry-After', Value: '60' }])
     expect(JSON.parse(bodies()[response.CustomResponseBodyKey]?.Content ?? '')).toMatchObject({
-      code: 'rate_limited',
+      code: 'too_many_failed_auths',
       status: 429,
     })
+  })
+
+  it('limits a key above twice the largest plan the keys CLI accepts on the stage (a 20,000/min customer plan included)', () => {
+    const outputs = production.toJSON().Outputs as Record<string, { Value: string }>
+    const largest = Number(outputs.LargestPlanPerMinute?.Value)
+    expect(largest).toBeGreaterThanOrEqual(20_000)
+    expect(largest).toBeGreaterThanOrEqual(PLAN_LIMITS.business.perMinute)
+    const rule = rateRules().find((candidate) => candidate.Name === 'RatePerKey')
+    const limit = Number(rule?.Statement.RateBasedStatement.Limit)
+    // WAF's window is 5 minutes: a key of that plan sends at most 5 x largest admitted requests.
+    expect(limit).toBeGreaterThanOrEqual(2 * 5 * largest)
+    expect(rule?.Statement.RateBasedStatement.EvaluationWindowSec).toBe(300)
+    expect(
+      matches(rule?.Statement.RateBasedStatement.ScopeDownStatement as Statement, VALID_KEY_HEADER),
+    ).toBe(true)
+  })
+
+  it('follows largestPlanPerMinute, and refuses the old per-address setting by name', () => {
+    const raised = synthesizeApp({ 'production.largestPlanPerMinute': '100000' })
+    const outputs = raised.stage('production').api.toJSON().Outputs as Record<
+      string,
+      { Value: string }
+    >
+    expect(outputs.LargestPlanPerMinute?.Value).toBe('100000')
+    const [[, acl]] = resourcesOf(raised.stage('production').api, 'AWS::WAFv2::WebACL') as [
+      [string, CfnResource],
+    ]
+    const perKey = (propsOf(acl).Rules as { Name: string; Statement: Statement }[]).find(
+      (rule) => rule.Name === 'RatePerKey',
+    )
+    expect(perKey?.Statement.RateBasedStatement?.Limit).toBe(1_000_000)
+    expect(() => synthesizeApp({ 'production.largestPlanPerMinute': '200000' })).toThrow(
+      /largestPlanPerMinute.*raise throttleRateLimit/s,
+    )
+    expect(() => synthesizeApp({ 'production.wafRateLimitPer5Minutes': '50000' })).toThrow(
+      /wafRateLimitPer5Minutes.*wafKeylessPer5Minutes/s,
+    )
   })
 })
 

@@ -261,6 +261,25 @@ describe('keys CLI operations', () => {
     )
   })
 
+  it("refuses a customer plan above the largest plan the stage's edge rules allow, naming the setting", async () => {
+    const outputs = {
+      ...stageOutputsFrom(localOutputs(store, 'http://127.0.0.1/v1'), 'the test stage'),
+      largestPlanPerMinute: 50_000,
+    }
+    const admin = adminWith({ outputs, stage: 'production' })
+    const plansBefore = store.usagePlans().length
+    await expect(
+      admin.createCustomerPlan({ customer: 'huge', perMinute: 60_000, perDay: 10_000_000 }),
+    ).rejects.toThrow(
+      /above the largest plan stage production allows \(50000\/minute.*production\.largestPlanPerMinute/,
+    )
+    expect(store.usagePlans()).toHaveLength(plansBefore)
+    // At the largest plan and below it, accepted: the per-key edge rule is above it.
+    await admin.createCustomerPlan({ customer: 'big', perMinute: 50_000, perDay: 10_000_000 })
+    await admin.createCustomerPlan({ customer: 'acme20k', perMinute: 20_000, perDay: 5_000_000 })
+    expect(store.usagePlans()).toHaveLength(plansBefore + 2)
+  })
+
   it('rotates: both keys work, the old one until its overlap ends, and only then', async () => {
     const admin = adminWith()
     const old = await admin.createKey({ selector: { plan: 'business' }, name: 'dave' })
@@ -292,7 +311,7 @@ describe('keys CLI operations', () => {
     expect(sync.mirror.has(hashApiKey(old.value))).toBe(true)
   })
 
-  it('lists the stage keys with plan, state, creation and today; other keys only as a count', async () => {
+  it('lists the stage keys with plan, limits, state and creation; other keys only as a count', async () => {
     const admin = adminWith()
     const key = await admin.createKey({ selector: { plan: 'pro' }, name: 'frank' })
     await store.createApiKey({ name: 'elsewhere', enabled: true })
@@ -303,7 +322,7 @@ describe('keys CLI operations', () => {
       plan: 'pro',
       enabled: true,
       createdDate: new Date(START),
-      usedToday: 0,
+      limits: { perMinute: 300, perDay: 10_000 },
       disableAfter: undefined,
     })
     expect(rows.map((row) => row.plan).sort()).toEqual([
@@ -314,31 +333,6 @@ describe('keys CLI operations', () => {
       'pro',
     ])
     expect(otherKeys).toBe(1)
-  })
-
-  it('still lists the keys when usage cannot be read, saying why the column is empty', async () => {
-    const admin = adminWith()
-    const key = await admin.createKey({ selector: { plan: 'free' }, name: 'grace' })
-    // What an emulator without GetUsage answers (moto: an HTML 404 the SDK cannot parse).
-    client.middlewareStack.add(
-      (next, context) => async (args) => {
-        if (context.commandName === 'GetUsageCommand') {
-          throw Object.assign(new Error('Unexpected token <'), {
-            name: 'SyntaxError',
-            $metadata: { httpStatusCode: 404 },
-          })
-        }
-        return next(args)
-      },
-      { step: 'initialize' },
-    )
-    const { rows, usageUnavailable } = await admin.listKeys()
-    expect(rows.find((row) => row.id === key.id)).toMatchObject({
-      plan: 'free',
-      usedToday: undefined,
-    })
-    expect(rows.every((row) => row.usedToday === undefined)).toBe(true)
-    expect(usageUnavailable).toBe('GetUsage failed (SyntaxError, HTTP 404)')
   })
 })
 
@@ -501,7 +495,7 @@ describe('pacing and ceilings', () => {
     await admin.listKeys()
     await admin.rotate('paced', { overlapMs: 300_000 })
     expect(times.length).toBe(admin.calls)
-    expect(admin.calls).toBeGreaterThan(20)
+    expect(admin.calls).toBeGreaterThan(15)
     // In any stretch of time, no more calls than the burst plus the rate allow (the fake clock
     // sums fractions of milliseconds: a thousandth of a call is rounding).
     for (let i = 0; i < times.length; i += 1) {

@@ -151,12 +151,26 @@ describe('cost contract: a read by a key this instance knows to be refused', () 
       petTable: 0,
       rateLimitTable: 3 + OLD_ITEM_READS,
     })
-    // A remembered suspension costs nothing at all, and is not counted again.
+    // A remembered suspension costs nothing for SUSPENSION_RECHECK_MS, and is not counted again.
+    getPet.advanceTo('2026-03-14T10:00:09Z')
+    expect(await getPet.call(keyId, limits)).toMatchObject({
+      status: 429,
+      code: 'key_suspended',
+      petTable: 0,
+      rateLimitTable: 0,
+    })
+    // Later the item is read again (a lifted suspension would end here), once per recheck.
     getPet.advanceTo('2026-03-14T10:05:05Z')
     expect(await getPet.call(keyId, limits)).toMatchObject({
       status: 429,
       code: 'key_suspended',
       retryAfter: String(10 * 60),
+      petTable: 0,
+      rateLimitTable: 1 + OLD_ITEM_READS,
+    })
+    expect(await getPet.call(keyId, limits)).toMatchObject({
+      status: 429,
+      code: 'key_suspended',
       petTable: 0,
       rateLimitTable: 0,
     })

@@ -28,6 +28,7 @@ import { PLAN_DISPLAY_NAMES, PLAN_NAMES, type PlanName } from '#shared/config/pl
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { DynamoRateLimiter } from '#shared/rate-limit/rate-limiter.ts'
 import { keySyncContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
 import { type InProcessServer, startInProcessServer } from '#test/support/local-server.ts'
 import { pool } from '#test/support/task-pool.ts'
@@ -450,12 +451,59 @@ describe('every keys CLI command with --stage staging, against moto and the loca
     expect(listed.onMoto.stdout).toMatch(/petstore-staging-free .* 1200\n/)
   })
 
-  it("list still lists every key when moto cannot count today's use, and says why", async () => {
-    const listed = await cli(['list'])
+  it("list counts today's use in the stage's rate-limit table (DynamoDB on moto)", async () => {
+    const listed = await cli(['list', '--json'])
     expect(listed.code, listed.stderr).toBe(0)
-    expect(listed.stdout).toContain('pro-a')
-    expect(listed.stdout).toContain('bulk-1199')
-    expect(listed.stderr).toMatch(/TODAY is empty: GetUsage failed \(\w+, HTTP 404\)/)
+    const rows = JSON.parse(listed.stdout) as { name: string; usedToday: number | null }[]
+    expect(rows.map((row) => row.name)).toEqual(expect.arrayContaining(['pro-a', 'bulk-1199']))
+    // No request went through this stage: every key's admitted count today is 0.
+    expect(rows.every((row) => row.usedToday === 0)).toBe(true)
+    expect(listed.stderr).not.toContain('TODAY is empty')
+  })
+
+  it("show, lift and usage read and change the rate-limit table as the functions' limiter wrote it", async () => {
+    const { stdout } = await cli(['list', '--json'])
+    const keyId = (JSON.parse(stdout) as { id: string; name: string }[]).find(
+      (row) => row.name === 'pro-a',
+    )?.id as string
+    // The functions' own limiter on moto's table: 2 admitted, then 3 refusals suspend the key.
+    const now = Date.now()
+    const limiter = new DynamoRateLimiter({
+      client: createDocumentClient({ endpoint: process.env.AWS_ENDPOINT_URL, region: 'us-east-1' }),
+      tableName: stage.dataOutputs.RateLimitTableName as string,
+      clock: () => now,
+    })
+    const outcomes = []
+    for (let i = 0; i < 5; i += 1) {
+      outcomes.push((await limiter.consume(keyId, { perMinute: 2, perDay: 100 })).outcome)
+    }
+    expect(outcomes).toEqual([
+      'admitted',
+      'admitted',
+      'rate_limited',
+      'rate_limited',
+      'key_suspended',
+    ])
+    const shown = await cli(['show', keyId, '--json'])
+    expect(shown.code, shown.stderr).toBe(0)
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      id: keyId,
+      works: false,
+      usage: { minute: 2, day: 2 },
+    })
+    expect(JSON.parse(shown.stdout).suspendedUntil).not.toBeNull()
+    const lifted = await cli(['lift', keyId])
+    expect(lifted.stderr).toMatch(/lifted the suspension/)
+    expect(JSON.parse((await cli(['show', keyId, '--json'])).stdout)).toMatchObject({
+      works: true,
+      suspendedUntil: null,
+    })
+    const month = new Date(now).toISOString().slice(0, 7)
+    const exported = await cli(['usage', '--month', month, '--csv'])
+    expect(exported.code, exported.stderr).toBe(0)
+    expect(exported.stdout).toContain(
+      `${keyId},pro-a,pro,${new Date(now).toISOString().slice(0, 10)},2\r\n`,
+    )
   })
 
   it('refuses an unknown key id on both, naming it', async () => {
