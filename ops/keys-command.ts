@@ -65,6 +65,11 @@ const KEYS_COMMANDS = [
   'revoke',
   'move',
   'rotate',
+  'show',
+  'lift',
+  'usage',
+  'held',
+  'confirm',
   'plan',
   'help',
 ] as const

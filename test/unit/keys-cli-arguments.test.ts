@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { runKeysCommand, type TargetOpener } from '#ops/keys-command.ts'
+import { KEYS_USAGE, runKeysCommand, type TargetOpener } from '#ops/keys-command.ts'
 import { localServerOrigin, openStageTarget } from '#ops/stage-target-resolver.ts'
 import { keyValuesIn, maskingArguments } from '#shared/auth/key-value-mask.ts'
 
@@ -42,6 +42,17 @@ describe('the keys CLI, before any call', () => {
     const { code, out, opened } = await run(['--stage', 'staging', 'create', '--plan', 'fre'])
     expect({ code, opened }).toEqual({ code: 2, opened: 0 })
     expect(out).toContain('--plan must be one of free, pro, business, enterprise')
+  })
+
+  it('takes every command its usage lists (it opens the stage for each)', async () => {
+    const commands = [...KEYS_USAGE.matchAll(/^ {2}([a-z]+)\b/gm)].map(
+      (match) => match[1] as string,
+    )
+    expect(commands).toEqual(expect.arrayContaining(['create', 'held', 'show', 'lift', 'usage']))
+    for (const command of new Set(commands)) {
+      const { code, out, opened } = await run(['--stage', 'staging', command])
+      expect({ command, code, opened }, out).toEqual({ command, code: 1, opened: 1 })
+    }
   })
 
   it('answers `help` with the usage and success', async () => {
