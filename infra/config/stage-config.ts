@@ -4,6 +4,7 @@ import {
   DEFAULT_ENTERPRISE_LIMITS,
   limitsFor,
   PLAN_LIMITS,
+  PLAN_LIMITS_FORMAT,
   PLAN_NAMES,
   type PlanLimits,
   type PlanName,
@@ -151,7 +152,7 @@ export const enterpriseLimitsOf = (settings: StageContext): PlanLimits => {
   try {
     return parsePlanLimits(text)
   } catch {
-    return settings.fail('enterpriseLimits', '"perMinute/perDay", e.g. "5000/1000000"')
+    return settings.fail('enterpriseLimits', PLAN_LIMITS_FORMAT)
   }
 }
 
