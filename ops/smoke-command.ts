@@ -3,7 +3,7 @@ import { maskingArguments } from '#shared/auth/key-value-mask.ts'
 import { type KeyAdmin, KeyAdminError } from './key-admin-service.ts'
 import type { CommandIo } from './keys-command.ts'
 import { runSmoke, type SmokeKeys, TemporaryKeyError } from './smoke-runner.ts'
-import { openStageTarget, type StageTarget } from './stage-target-resolver.ts'
+import { localServerOrigin, openStageTarget, type StageTarget } from './stage-target-resolver.ts'
 
 /**
  * `npm run smoke -- …`: the smoke test of a running stage (smoke-runner.ts). Exit codes: 0 every
@@ -21,6 +21,15 @@ const USAGE = `usage: npm run smoke -- [--stage staging|production [--region R]]
 
 /** The stage whose pet catalogue the smoke test never writes to. */
 const READ_ONLY_STAGE = 'production'
+
+/** The keys CLI for a server given by URL alone: the local server's, or a deployed stage's. */
+const keysCommandFor = (baseUrl: string | undefined): string => {
+  try {
+    return `npm run keys -- --url ${localServerOrigin(baseUrl ?? '')}`
+  } catch {
+    return 'npm run keys -- --stage <stage>'
+  }
+}
 
 /** The smoke test's management-API part: a temporary Free key, made and revoked with the keys CLI's service. */
 export const smokeKeys = (admin: KeyAdmin): SmokeKeys => {
@@ -142,6 +151,7 @@ export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise
       writes,
       report: say,
       signal: io.signal,
+      keysCommand: admin?.keysCommand ?? keysCommandFor(baseUrl),
       onTemporaryKey: (id) =>
         io.onKeyLeft?.(
           id === undefined || !keys

@@ -67,12 +67,20 @@ export interface SmokeOptions {
   signal?: AbortSignal | undefined
   /** Hears the temporary key that exists and is not revoked yet (undefined once it is gone). */
   onTemporaryKey?: (id: string | undefined) => void
+  /**
+   * The keys CLI for this target (`npm run keys -- --stage staging`), named when the key given
+   * with --key is refused.
+   */
+  keysCommand?: string | undefined
 }
 
 export interface SmokeResult {
   passed: number
   failed: number
 }
+
+/** How long the run may be quiet while it waits before it says what it waits for. */
+const PROGRESS_EVERY_MS = 5_000
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
@@ -103,6 +111,77 @@ const expectStatus = (response: ObservedResponse | undefined, status: number, wh
     )
   }
   return response
+}
+
+/** The Error body's code and message of an answer, for a failure line. */
+const describeAnswer = (status: number, text: string): string => {
+  try {
+    const { code, message } = JSON.parse(text) as { code?: unknown; message?: unknown }
+    if (typeof code === 'string') return `${status} ${code}: ${String(message)}`
+  } catch {
+    // Not an Error body: its start says more than nothing.
+  }
+  return `${status}: ${text.slice(0, 200)}`
+}
+
+/** One `GET /pets?limit=1` with the key under test, its body read. */
+type KeyProbe = () => Promise<{ status: number; text: string }>
+
+/**
+ * A key given with --key works on its first request or not at all (the keys CLI returns a key
+ * only once it works): one request, and a refusal says what to do instead of waiting.
+ */
+const givenKeyWorks = async (probe: KeyProbe, keysCommand: string): Promise<string> => {
+  const { status, text } = await probe()
+  if (status === 200) return '200'
+  if (status === 401) {
+    throw new Error(
+      `the key given with --key was refused (401): it is mistyped, revoked or disabled, or a key of another stage. Check it (${keysCommand} list shows the stage's keys), or make one with ${keysCommand} create --plan free and pass the value it prints`,
+    )
+  }
+  throw new Error(`GET /pets answered ${describeAnswer(status, text)}`)
+}
+
+interface TemporaryKeyWait {
+  probe: KeyProbe
+  sleep: (ms: number) => Promise<void>
+  now: () => number
+  waitMs: number
+  report: (line: string) => void
+  /** Resolves at an interruption, which ends the wait. */
+  aborted: Promise<void>
+  isAborted: () => boolean
+}
+
+/**
+ * A temporary key may take a moment to reach the authorizer: tried again after 1, 2, 4, then every
+ * 5 s, so the wait's own 401s stay far below the failed-authentication limit (30 a minute from
+ * one address, local/failed-auth-limiter.ts), saying every 5 s what it waits for.
+ */
+const temporaryKeyWorks = async (wait: TemporaryKeyWait): Promise<string> => {
+  const started = wait.now()
+  let pauseMs = 1_000
+  let saidAt = started
+  for (;;) {
+    const { status, text } = await wait.probe()
+    const waitedS = ((wait.now() - started) / 1000).toFixed(1)
+    if (status === 200) return `200 after ${waitedS} s`
+    if (status !== 401) throw new Error(`GET /pets answered ${describeAnswer(status, text)}`)
+    if (wait.now() - started >= wait.waitMs) {
+      throw new Error(
+        `the new key still gets 401 after ${waitedS} s: the stage's authorizer does not know it yet (its key sync)`,
+      )
+    }
+    if (wait.now() - saidAt >= PROGRESS_EVERY_MS) {
+      wait.report(
+        `  ..    the key works: 401 so far, waited ${waitedS} s of at most ${wait.waitMs / 1000} s`,
+      )
+      saidAt = wait.now()
+    }
+    await Promise.race([wait.sleep(pauseMs), wait.aborted])
+    if (wait.isAborted()) throw new Interrupted()
+    pauseMs = Math.min(pauseMs * 2, PROGRESS_EVERY_MS)
+  }
 }
 
 export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
@@ -164,7 +243,7 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
   /** Between checks: an interruption ends the run here (the key is revoked on the way out). */
   const unlessInterrupted = async (name: string, run: () => Promise<string>) => {
     if (signal?.aborted) throw new Interrupted()
-    await check(name, run)
+    return check(name, run)
   }
 
   options.report(
@@ -174,6 +253,8 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
   let limits: PlanLimits | undefined
   /** The temporary key while it exists. */
   let temporaryId: string | undefined
+  /** Why the checks after one that failed did not run. */
+  let stopped: string | undefined
   const raw = (path: string, authorization?: string, cleanup = false) =>
     recordingFetch(
       `${options.baseUrl}${path}`,
@@ -206,19 +287,30 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
     }
     const apiKey = key as string
 
-    await unlessInterrupted('the key works', async () => {
-      const started = now()
-      for (;;) {
-        const response = await raw('/pets?limit=1', `Bearer ${apiKey}`)
-        await response.arrayBuffer()
-        if (response.status === 200) return `200 after ${((now() - started) / 1000).toFixed(1)} s`
-        if (response.status !== 401 || now() - started >= (options.keyWaitMs ?? 30_000)) {
-          throw new Error(`GET /pets answered ${response.status}`)
-        }
-        await Promise.race([sleep(1_000), aborted])
-        if (signal?.aborted) throw new Interrupted()
-      }
-    })
+    const probe: KeyProbe = async () => {
+      const response = await raw('/pets?limit=1', `Bearer ${apiKey}`)
+      return { status: response.status, text: await response.text() }
+    }
+    const works = await unlessInterrupted('the key works', () =>
+      options.key === undefined
+        ? temporaryKeyWorks({
+            probe,
+            sleep,
+            now,
+            waitMs: options.keyWaitMs ?? 30_000,
+            report: options.report,
+            aborted,
+            isAborted: () => signal?.aborted === true,
+          })
+        : givenKeyWorks(probe, options.keysCommand ?? 'npm run keys --'),
+    )
+    // Every later check calls with the key: without one that works they could only fail, and
+    // their 401s would count against this address's failed-authentication limit.
+    if (!works) {
+      if (signal?.aborted) throw new Interrupted()
+      stopped = 'the key does not work'
+      return
+    }
 
     // The typed client, one attempt per call: the smoke test reports what the stage answers.
     const client = createPetstoreClient({
@@ -226,6 +318,14 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
       apiKey,
       maxAttempts: 1,
       fetch: (request) => recordingFetch(request),
+      // A rate-limit answer pauses every later call (Retry-After): the report says so, not silence.
+      onAttempt: ({ method, url, status, code, waitMs }) => {
+        if (waitMs < 1_000) return
+        const { pathname, search } = new URL(url)
+        options.report(
+          `  ..    ${method} ${pathname}${search} answered ${status ?? 'nothing'}${code ? ` ${code}` : ''}: the next call waits ${Math.ceil(waitMs / 1000)} s`,
+        )
+      },
     })
     const name = `smoke test ${new Date(now()).toISOString()}`
     let pet: Pet | undefined
@@ -385,8 +485,13 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
       })
     }
   }
+  const total = result.passed + result.failed
   options.report(
-    `${result.failed === 0 ? 'passed' : 'FAILED'}: ${result.passed} of ${result.passed + result.failed} checks, ${answers.length} answers checked against openapi/openapi.json`,
+    `${
+      result.failed === 0
+        ? `passed: ${result.passed} of ${total} checks`
+        : `FAILED: ${result.failed} of ${total} checks failed, ${result.passed} passed${stopped ? ` (${stopped}: the other checks did not run)` : ''}`
+    }, ${answers.length} answer${answers.length === 1 ? '' : 's'} checked against openapi/openapi.json`,
   )
   return result
 }

@@ -3,6 +3,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
   limitsFor,
+  PLAN_LIMITS_FORMAT,
   PLAN_NAMES,
   type PlanLimits,
   type PlanName,
@@ -159,7 +160,7 @@ export const enterpriseLimitsOf = (settings: StageContext): PlanLimits => {
   try {
     return parsePlanLimits(text)
   } catch {
-    return settings.fail('enterpriseLimits', '"perMinute/perDay", e.g. "5000/1000000"')
+    return settings.fail('enterpriseLimits', PLAN_LIMITS_FORMAT)
   }
 }
 

@@ -36,14 +36,26 @@ export const limitsFor = (
   enterprise: PlanLimits = DEFAULT_ENTERPRISE_LIMITS,
 ): PlanLimits => (plan === 'enterprise' ? enterprise : PLAN_LIMITS[plan])
 
+/** What plan limits written as text must be: ENTERPRISE_LIMITS and the enterpriseLimits context. */
+export const PLAN_LIMITS_FORMAT =
+  '"perMinute/perDay" as whole numbers, perMinute at least 1 and perDay at least perMinute, e.g. "5000/1000000"'
+
 /** Parses `perMinute/perDay`, e.g. `5000/1000000`, as used by env vars and CDK context. */
 export const parsePlanLimits = (text: string): PlanLimits => {
   const match = /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(text)
   const perMinute = Number(match?.[1])
   const perDay = Number(match?.[2])
-  if (!match || !(perMinute >= 1) || !(perDay >= perMinute)) {
+  // A day's quota below the minute's rate would refuse requests the rate allows.
+  const problem = !match
+    ? undefined
+    : !(perMinute >= 1)
+      ? `perMinute is ${perMinute}`
+      : !(perDay >= perMinute)
+        ? `perDay (${perDay}) is below perMinute (${perMinute})`
+        : undefined
+  if (!match || problem) {
     throw new Error(
-      `Invalid plan limits "${text}": expected "perMinute/perDay", e.g. "5000/1000000"`,
+      `Invalid plan limits "${text}": ${problem ? `${problem}; ` : ''}expected ${PLAN_LIMITS_FORMAT}`,
     )
   }
   return { perMinute, perDay }

@@ -12,7 +12,10 @@ export const INT64_MIN = -(2n ** 63n)
 export const INT64_MAX = 2n ** 63n - 1n
 
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const
-export const PetStatusSchema = z.enum(PET_STATUSES)
+// zod/mini has no default messages: without one, a wrong value would only be "Invalid input".
+export const PetStatusSchema = z.enum(PET_STATUSES, {
+  error: `must be one of ${PET_STATUSES.join(', ')}`,
+})
 export type PetStatus = z.infer<typeof PetStatusSchema>
 
 /** zod's default messages say "expected string, received undefined" for a missing member. */
@@ -75,6 +78,9 @@ const once = <Output>(schema: z.ZodMiniType<Output, string>) =>
 export const LIMIT_DEFAULT = 20
 export const LIMIT_MAX = 100
 const LIMIT_MESSAGE = `must be an integer from 1 to ${LIMIT_MAX}`
+/** Cursors the service hands out are far shorter: a longer one was not one of them. */
+const CURSOR_MAX_LENGTH = 1024
+const CURSOR_MESSAGE = `must be the X-Next-Cursor of a previous page, as given (1 to ${CURSOR_MAX_LENGTH} characters)`
 
 export const ListPetsQuerySchema = z.object({
   limit: z._default(
@@ -89,7 +95,16 @@ export const ListPetsQuerySchema = z.object({
     LIMIT_DEFAULT,
   ),
   status: z.optional(once(PetStatusSchema)),
-  cursor: z.optional(once(z.string().check(z.minLength(1), z.maxLength(1024)))),
+  cursor: z.optional(
+    once(
+      z
+        .string()
+        .check(
+          z.minLength(1, { error: CURSOR_MESSAGE }),
+          z.maxLength(CURSOR_MAX_LENGTH, { error: CURSOR_MESSAGE }),
+        ),
+    ),
+  ),
 })
 
 export const PetPathSchema = z.object({

@@ -3,7 +3,10 @@ import type { AddressInfo } from 'node:net'
 import { APIGatewayClient, GetApiKeysCommand } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runKeysCommand } from '#ops/keys-command.ts'
-import { runSmokeCommand } from '#ops/smoke-command.ts'
+import { runSmokeCommand, smokeKeys } from '#ops/smoke-command.ts'
+import { runSmoke } from '#ops/smoke-runner.ts'
+import { openStageTarget } from '#ops/stage-target-resolver.ts'
+import { BEARER_CHALLENGE } from '#shared/auth/bearer-token.ts'
 import {
   CONTROL_SECRET_VARIABLE,
   controlSecretCredentials,
@@ -158,9 +161,92 @@ describe.concurrent('npm run smoke', () => {
     // Everything else still ran, and the temporary key is gone.
     expect(result.output).toContain('  ok    listPets: ')
     expect(result.output).toContain('  ok    temporary key revoked: ')
+    // The count of failures, with the passes beside it: no count read for the other.
     expect(result.output).toContain(
-      `FAILED: ${WITH_TEMPORARY_KEY - 2} of ${WITH_TEMPORARY_KEY} checks`,
+      `FAILED: 2 of ${WITH_TEMPORARY_KEY} checks failed, ${WITH_TEMPORARY_KEY - 2} passed, `,
     )
+  })
+
+  it('with a refused --key fails on its first request, says what to do, and sends nothing more', async () => {
+    const recording = await startFaultyProxy(() => 'forward')
+    try {
+      const wrong = 'smoke-wrong-key-0123456789abcdef'
+      const result = await smoke('--base-url', recording.baseUrl, '--key', wrong)
+      expect(result.code, result.output).toBe(1)
+      expect(result.output).toContain(
+        `  FAIL  the key works: the key given with --key was refused (401): it is mistyped, revoked or disabled, or a key of another stage. Check it (npm run keys -- --url ${recording.origin} list shows the stage's keys), or make one with npm run keys -- --url ${recording.origin} create --plan free`,
+      )
+      expect(result.output).toContain(
+        'FAILED: 1 of 1 checks failed, 0 passed (the key does not work: the other checks did not run)',
+      )
+      // No retries with the refused key: no 429 of its own making to blame, no 30 s wait.
+      expect(result.output).not.toContain('429')
+      expect(recording.seen).toEqual([{ method: 'GET', path: '/v1/pets?limit=1', status: 401 }])
+      expect(result.output).not.toContain(wrong)
+    } finally {
+      await recording.close()
+    }
+  })
+
+  it('while a new key gets 401, tries again less and less often and says every 5 s what it waits for', async () => {
+    let refusals = 4
+    const slowKey = await startFaultyProxy((req) =>
+      req.url === '/v1/pets?limit=1' && refusals-- > 0
+        ? {
+            status: 401,
+            body: { code: 'unauthorized', message: 'Not yet.', status: 401 },
+            headers: { 'WWW-Authenticate': BEARER_CHALLENGE },
+          }
+        : 'forward',
+    )
+    const target = await openStageTarget({
+      url: slowKey.origin,
+      env: { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
+      warn: () => undefined,
+    })
+    try {
+      // The wait's clock is this test's: each pause passes at once.
+      let clock = 0
+      const lines: string[] = []
+      const result = await runSmoke({
+        baseUrl: slowKey.baseUrl,
+        keys: smokeKeys(target.admin),
+        writes: true,
+        report: (line) => lines.push(line),
+        now: () => clock,
+        sleep: async (ms) => {
+          clock += ms
+        },
+      })
+      expect(result.failed, lines.join('\n')).toBe(0)
+      // Tries at 0, 1, 3, 7 and 12 s: four 401s where one a second would have been twelve.
+      expect(lines).toContain('  ..    the key works: 401 so far, waited 7.0 s of at most 30 s')
+      expect(lines).toContain('  ok    the key works: 200 after 12.0 s')
+    } finally {
+      target.close()
+      await slowKey.close()
+    }
+  })
+
+  it('says what it waits for when a rate-limit answer pauses its calls', async () => {
+    let limited = true
+    const limiting = await startFaultyProxy((req) => {
+      if (!limited || req.url !== '/v1/pets?limit=2') return 'forward'
+      limited = false
+      return {
+        status: 429,
+        body: { code: 'rate_limited', message: 'Slow down.', status: 429 },
+        headers: { 'Retry-After': '1' },
+      }
+    })
+    try {
+      const result = await smoke('--base-url', limiting.baseUrl, '--key', KEY)
+      expect(result.output).toContain(
+        '  ..    GET /v1/pets?limit=2 answered 429 rate_limited: the next call waits 1 s',
+      )
+    } finally {
+      await limiting.close()
+    }
   })
 
   it('exits 2 on a usage error', async () => {

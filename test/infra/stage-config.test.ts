@@ -241,7 +241,10 @@ describe('stage settings, step by step', () => {
       perDay: 2_000_000,
     })
     expect(() => enterpriseLimitsOf(staging({ enterpriseLimits: '9000' }))).toThrow(
-      'Invalid context staging.enterpriseLimits="9000": expected "perMinute/perDay", e.g. "5000/1000000"',
+      'Invalid context staging.enterpriseLimits="9000": expected "perMinute/perDay" as whole numbers, perMinute at least 1 and perDay at least perMinute, e.g. "5000/1000000"',
+    )
+    expect(() => enterpriseLimitsOf(staging({ enterpriseLimits: '100/5' }))).toThrow(
+      'perDay at least perMinute',
     )
   })
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 /** What a rule proxy does with a request: forward it, hold it unanswered, or answer itself. */
 export type ProxyRule = (
   req: IncomingMessage,
-) => 'forward' | 'hold' | { status: number; body: unknown }
+) => 'forward' | 'hold' | { status: number; body: unknown; headers?: Record<string, string> }
 
 export interface RuleProxy {
   origin: string
@@ -41,7 +41,7 @@ export const startRuleProxy = async (targetUrl: string, rule: ProxyRule): Promis
     }
     if (action !== 'forward') {
       req.resume()
-      res.writeHead(action.status, { 'content-type': 'application/json' })
+      res.writeHead(action.status, { 'content-type': 'application/json', ...action.headers })
       res.end(JSON.stringify(action.body))
       return
     }

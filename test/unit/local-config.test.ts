@@ -56,6 +56,11 @@ describe('local config: a malformed variable', () => {
       'DYNAMODB_ENDPOINT must be a URL such as http://127.0.0.1:8000, got "not a url"',
     ],
     ['ENTERPRISE_LIMITS', 'lots', 'ENTERPRISE_LIMITS: Invalid plan limits "lots"'],
+    [
+      'ENTERPRISE_LIMITS',
+      '100/5',
+      'ENTERPRISE_LIMITS: Invalid plan limits "100/5": perDay (5) is below perMinute (100); expected "perMinute/perDay" as whole numbers, perMinute at least 1 and perDay at least perMinute',
+    ],
   ])('%s=%j is refused, naming the variable and what it expects', (name, value, message) => {
     expect(() => readLocalConfig({ [name]: value })).toThrow(message)
   })

@@ -84,4 +84,13 @@ describe('parsePlanLimits', () => {
   ])('refuses %s with a message naming the expected format', (_label, text) => {
     expect(() => parsePlanLimits(text)).toThrow(/perMinute\/perDay/)
   })
+
+  it.each([
+    ['100/5', 'perDay (5) is below perMinute (100)'],
+    ['0/1000', 'perMinute is 0'],
+  ])('refuses %j naming what is wrong and the rule', (text, problem) => {
+    expect(() => parsePlanLimits(text)).toThrow(
+      `Invalid plan limits "${text}": ${problem}; expected "perMinute/perDay" as whole numbers, perMinute at least 1 and perDay at least perMinute, e.g. "5000/1000000"`,
+    )
+  })
 })

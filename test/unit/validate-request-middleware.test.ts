@@ -104,6 +104,14 @@ describe('validate request middleware', () => {
       expect(fields(response.json)).toEqual(['categoryId', 'extra', 'id', 'name', 'status'])
     })
 
+    it('says which values status takes', async () => {
+      const response = await post('{"name":"Rex","categoryId":1,"status":"lost"}')
+      expectValidationFailed(response)
+      expect(response.json.details).toEqual([
+        { field: 'status', message: 'must be one of available, pending, sold' },
+      ])
+    })
+
     it('says unknown members are not known fields', async () => {
       const response = await post('{"name":"Rex","categoryId":1,"id":7}')
       expectValidationFailed(response)
@@ -169,6 +177,18 @@ describe('validate request middleware', () => {
       const response = await list({ limit: '0', status: 'lost' })
       expectValidationFailed(response)
       expect(fields(response.json)).toEqual(['limit', 'status'])
+    })
+
+    it('says which values status takes, and how long a cursor may be', async () => {
+      const response = await list({ status: 'lost', cursor: 'x'.repeat(1025) })
+      expectValidationFailed(response)
+      expect(response.json.details).toEqual([
+        { field: 'status', message: 'must be one of available, pending, sold' },
+        {
+          field: 'cursor',
+          message: 'must be the X-Next-Cursor of a previous page, as given (1 to 1024 characters)',
+        },
+      ])
     })
 
     it('ignores unknown query parameters', async () => {
