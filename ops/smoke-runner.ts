@@ -320,7 +320,10 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
       fetch: (request) => recordingFetch(request),
       // A rate-limit answer pauses every later call (Retry-After): the report says so, not silence.
       onAttempt: ({ method, url, status, code, waitMs }) => {
-        if (waitMs < 1_000) return
+        // The gate's hold counts down from the answer: a `Retry-After: 1` is a little under
+        // 1,000 ms by now (more so on a busy machine). With one attempt per call, any hold is a
+        // pause the server asked for.
+        if (waitMs <= 0) return
         const { pathname, search } = new URL(url)
         options.report(
           `  ..    ${method} ${pathname}${search} answered ${status ?? 'nothing'}${code ? ` ${code}` : ''}: the next call waits ${Math.ceil(waitMs / 1000)} s`,

@@ -118,6 +118,8 @@ export interface KeySourceSnapshot {
   refusedKeyIds: string[]
   /** Keys attached to a valid plan read but disabled (or past their disable-after tag): left out. */
   disabledKeys: number
+  /** Keys the plans read list that GetApiKey no longer finds: deleted, whatever their number. */
+  deletedKeyIds: string[]
   /** Every key in the Region's listing, by id (values hashed), for lookups of moved keys. */
   keys: ReadonlyMap<string, ListedKey>
   /** Management API operations made (pages read; SDK retries not counted). */
@@ -326,7 +328,11 @@ export class ApiGatewayKeySource implements KeySource {
       }
     }
 
-    const unresolved = await this.#resolveMissing(verdictOfKey, keysById, deadlineMs)
+    const { unresolved, deleted: deletedKeyIds } = await this.#resolveMissing(
+      verdictOfKey,
+      keysById,
+      deadlineMs,
+    )
     // A plan whose unlisted keys the run had no time to look up counts as unread.
     for (const planId of unresolved) {
       plansRead.splice(plansRead.indexOf(planId), 1)
@@ -408,6 +414,7 @@ export class ApiGatewayKeySource implements KeySource {
       refusedPlans,
       refusedKeyIds,
       disabledKeys,
+      deletedKeyIds,
       keys: listed,
       managementCalls: this.#calls - callsBefore,
       stageIds: [...verdicts.keys(), ...verdictOfKey.keys()].sort(),
@@ -434,15 +441,16 @@ export class ApiGatewayKeySource implements KeySource {
    * Keys the plans list but the key listing lacks: created after it (found by GetApiKey and
    * used) or deleted (NotFound: left out), whatever their number. More found than a race
    * explains is a broken read. Returns the plans whose keys were not all looked up by the
-   * deadline.
+   * deadline, and the keys found deleted.
    */
   async #resolveMissing(
     verdictOfKey: Map<string, PlanVerdict>,
     keysById: Map<string, ApiKey>,
     deadlineMs: number | undefined,
-  ): Promise<Set<string>> {
+  ): Promise<{ unresolved: Set<string>; deleted: string[] }> {
     const missing = [...verdictOfKey.keys()].filter((id) => !keysById.has(id)).sort()
     const found: string[] = []
+    const deleted: string[] = []
     const unresolved = new Set<string>()
     for (const id of missing) {
       // A run's reserve is for writing; lookups past its deadline wait for the next run.
@@ -454,10 +462,13 @@ export class ApiGatewayKeySource implements KeySource {
       if (key) {
         keysById.set(id, key)
         found.push(id)
-      } else verdictOfKey.delete(id)
+      } else {
+        verdictOfKey.delete(id)
+        deleted.push(id)
+      }
     }
     if (found.length > MAX_UNLISTED_FOUND) throw new InconsistentKeyReadError(found)
-    return unresolved
+    return { unresolved, deleted }
   }
 
   async keyExists(keyId: string): Promise<boolean> {

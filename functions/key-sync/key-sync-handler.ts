@@ -257,11 +257,13 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
     })
     const moved = await movedEntries(snapshot, diff.staleItems)
     const movedHashes = new Set(moved.map(({ keyHash }) => keyHash))
+    const deleted = await deletedKeys(diff.unlisted)
     const staleItems = [
       ...diff.staleItems.filter(({ keyHash }) => !movedHashes.has(keyHash)),
-      ...(await deletedKeys(diff.unlisted)),
+      ...deleted,
     ]
     const decision = decideRemovals({
+      deletedKeyIds: new Set([...snapshot.deletedKeyIds, ...deleted.map(({ keyId }) => keyId)]),
       mirrorSize: diff.mirrorSize,
       planSizes: diff.planSizes,
       staleItems,

@@ -48,6 +48,13 @@ export interface RemovalInput {
   nowMs: number
   /** Key ids an operator confirmed: a held group goes when every key of it is named. */
   confirmedKeyIds?: ReadonlySet<string>
+  /**
+   * Key ids API Gateway says are deleted (the key listing lacks them and GetApiKey finds
+   * nothing). Their removals are never held, whatever their number: a deleted key cannot be
+   * brought back, so holding its mirror item only keeps a revoked key working (several keys
+   * revoked at once looked like a console slip and were held).
+   */
+  deletedKeyIds?: ReadonlySet<string>
 }
 
 export interface GroupDecision {
@@ -97,7 +104,9 @@ const causeOf = (
 
 /** Which of this run's removals go ahead, and what to hold. */
 export const decideRemovals = (input: RemovalInput): RemovalDecision => {
-  const { staleItems, held, nowMs, confirmedKeyIds } = input
+  const { held, nowMs, confirmedKeyIds, deletedKeyIds } = input
+  const deleted = input.staleItems.filter((item) => deletedKeyIds?.has(item.keyId))
+  const staleItems = input.staleItems.filter((item) => !deletedKeyIds?.has(item.keyId))
   const lostPlans = [...input.planSizes.keys()].filter((id) => !input.validPlans.has(id)).sort()
   const byGroup = new Map<string, { cause: HoldCause | undefined; items: StaleItem[] }>()
   // Lost plans' keys are their own groups, whatever else the run removes: they wait for an
@@ -128,7 +137,7 @@ export const decideRemovals = (input: RemovalInput): RemovalDecision => {
     }
   }
 
-  const remove: string[] = []
+  const remove: string[] = deleted.map(({ keyHash }) => keyHash)
   const groups: GroupDecision[] = []
   const nextHeld: Record<string, HeldRemoval> = {}
   let withheld = 0

@@ -47,6 +47,7 @@ const snapshotOf = (
   refusedPlans: [],
   refusedKeyIds: [],
   disabledKeys: 0,
+  deletedKeyIds: [],
   managementCalls: 3,
   stageIds: ['plan-pro', ...entries.map((e) => e.keyId)].sort(),
   ...extra,

@@ -50,6 +50,14 @@ describe('removal guard', () => {
     expect(decision).toMatchObject({ withheld: 0, groups: [], held: {} })
   })
 
+  it('never holds keys API Gateway says are deleted, however many: three revoked at once go', () => {
+    const revoked = keysOf('business', 3)
+    expect(decide(revoked)).toMatchObject({ withheld: 3 })
+    const decision = decide(revoked, { deletedKeyIds: new Set(revoked.map(({ keyId }) => keyId)) })
+    expect(decision.remove).toEqual(revoked.map(({ keyHash }) => keyHash).sort())
+    expect(decision).toMatchObject({ withheld: 0, groups: [], held: {} })
+  })
+
   it('holds every key of a plan that is no longer valid on the stage, whatever the count', () => {
     // Pro lost its tag (or its stage): 11 of 46 keys, far from half of the mirror.
     const valid = new Set([...VALID].filter((id) => id !== 'pro' && id !== 'cust1'))
