@@ -13,9 +13,12 @@ const env = { POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_DEV: 'false' }
  * A test's time limit guards against a hang, never measures speed (that is the bench's). The
  * CPU-bound unit tests (every one-character change of 40 cursors, 60 days of limiter items) take
  * about 1 s on an idle 2-core machine and over 7 s at a load average of 10, past vitest's 5 s
- * default: unit, integration and e2e tests get 30 s (infra and moto more, for synthesis).
+ * default: unit and integration tests get 30 s; e2e tests, some of which start `npm start` and
+ * CLI child processes (each transpiles its TypeScript: over 30 s in all at a load average of
+ * 15), get 90 s; infra and moto more, for synthesis.
  */
 const HANG_GUARD_MS = 30_000
+const CHILD_PROCESS_HANG_GUARD_MS = 90_000
 
 /** The order the projects run in: the infra files last, as they wait for the app's synthesis. */
 const PROJECT_ORDER = ['e2e', 'integration', 'unit', 'infra', 'moto']
@@ -79,7 +82,7 @@ export default defineConfig({
           // function instances of its own (entryUrl in local/local-server.ts). A module graph per
           // file cost about 15 s of CPU.
           isolate: false,
-          testTimeout: HANG_GUARD_MS,
+          testTimeout: CHILD_PROCESS_HANG_GUARD_MS,
           hookTimeout: 60_000,
         },
       },
