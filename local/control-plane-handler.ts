@@ -4,6 +4,7 @@ import { shownArgument } from '#shared/auth/key-value-mask.ts'
 import { LOCAL_CONTROL_PREFIX, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
 import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
+import type { HeldRemoval } from '#shared/data/key-sync-state-repository.ts'
 import { controlPlaneRefusal } from './control-plane-guard.ts'
 import {
   ControlPlaneError,
@@ -21,7 +22,9 @@ import {
  * region and dummy credentials works unchanged), and three local stand-ins for what a deployed
  * stage offers otherwise:
  * - `GET /_local/outputs`: the stage's "stack outputs" (BaseUrl, RestApiId, <Plan>UsagePlanId...);
- * - `POST /_local/key-sync`: a key sync run, as invoking the key-sync function does on AWS;
+ * - `POST /_local/key-sync`: a key sync run, as invoking the key-sync function does on AWS (a
+ *   body `{"confirmRemovals": [<key id>...]}` is an operator's confirmation of held removals);
+ * - `GET /_local/key-sync/held`: the removals the key sync holds, as its state item keeps them;
  * - `GET /_local/key-mirror/{keyHash}`: the mirror item of a key hash, as a GetItem would read it;
  * - `POST /_local/key-usage`: the rate limiter's usage and suspensions, as the keys CLI reads (and
  *   lifts) them in a deployed stage's table (shared/rate-limit/key-usage-requests.ts).
@@ -34,8 +37,13 @@ export interface ControlPlaneHandlerOptions {
   flushAuthorizerCache: () => void
   /** Requests the local gateway let through today for a key value (GetUsage). */
   usedToday: (keyValue: string) => number
-  /** Runs a key sync that starts after this call (undefined until the server listens). */
-  runKeySync: () => Promise<KeySyncResult>
+  /**
+   * Runs a key sync that starts after this call (undefined until the server listens); with key
+   * ids, the run is an operator's confirmation of the held removals they name.
+   */
+  runKeySync: (confirmRemovals?: readonly string[]) => Promise<KeySyncResult>
+  /** The removals the key sync holds, by group (its state item's heldRemovals). */
+  heldRemovals?: () => Promise<Record<string, HeldRemoval>>
   mirrorItem: (keyHash: string) => Promise<KeyMirrorItem | undefined>
   /** `POST /_local/key-usage`: the rate limiter's counts and suspensions (key-usage-requests.ts). */
   keyUsage?: (body: Record<string, unknown>) => Promise<unknown>
@@ -441,7 +449,15 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
       return { status: 200, body: options.outputs() }
     }
     if (name === 'key-sync' && method === 'POST' && id === undefined) {
-      return { status: 200, body: await options.runKeySync() }
+      const { confirmRemovals } = await body()
+      if (confirmRemovals === undefined) return { status: 200, body: await options.runKeySync() }
+      if (!Array.isArray(confirmRemovals) || !confirmRemovals.every((v) => typeof v === 'string')) {
+        throw badRequest('confirmRemovals takes the key ids a held removal lists')
+      }
+      return { status: 200, body: await options.runKeySync(confirmRemovals) }
+    }
+    if (name === 'key-sync' && method === 'GET' && id === 'held' && options.heldRemovals) {
+      return { status: 200, body: await options.heldRemovals() }
     }
     if (name === 'key-mirror' && method === 'GET' && id !== undefined && segments.length === 2) {
       const item = await options.mirrorItem(id)

@@ -10,7 +10,7 @@ import {
   SCHEDULED_EVENT,
 } from '#functions/key-sync/key-sync-handler.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
+import { type HeldRemoval, KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import type { Clock, Timers } from '#shared/time/clock.ts'
 import { LOCAL_API_STAGE } from './control-plane-store.ts'
@@ -51,6 +51,10 @@ export interface LocalKeySync {
    * first what every change before it named.
    */
   run(): Promise<KeySyncResult>
+  /** An operator's confirmation of held removals, by key id: a run of its own, queued as any. */
+  confirm(keyIds: readonly string[]): Promise<KeySyncResult>
+  /** The removals the key sync holds, by group. */
+  held(): Promise<Record<string, HeldRemoval>>
   /** A control-plane change naming the plan and key ids its request named: a run follows shortly. */
   changed(ids: readonly string[]): void
   /**
@@ -152,6 +156,14 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
       })
     return queued
   }
+  /** A run that shares nothing with others (a confirmation): after every run asked for so far. */
+  const alone = async (start: () => Promise<KeySyncResult>): Promise<KeySyncResult> => {
+    while (running || queued) await Promise.allSettled([running, queued])
+    running = start().finally(() => {
+      running = undefined
+    })
+    return running
+  }
   const quietly = (trigger: string) => {
     // The handler logs a failure itself; the next trigger runs again.
     run(trigger).catch(() => undefined)
@@ -168,6 +180,8 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
       : undefined
   return {
     run: () => run(),
+    confirm: (keyIds) => alone(() => handler({ confirmRemovals: [...keyIds] }, lambdaContext())),
+    held: async () => (await state.get()).heldRemovals ?? {},
     changed: (ids) => {
       if (stopped) return
       for (const id of ids) named.add(id)

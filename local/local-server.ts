@@ -279,8 +279,14 @@ const startOn = async (
     store,
     flushAuthorizerCache: () => authorizerCache.clear(),
     usedToday: (value) => usagePlanThrottle.usedToday(secretDigest(value)),
-    runKeySync: () =>
-      keySync ? keySync.run() : Promise.reject(new Error('The key sync has not started yet')),
+    runKeySync: (confirmRemovals) =>
+      keySync
+        ? confirmRemovals
+          ? keySync.confirm(confirmRemovals)
+          : keySync.run()
+        : Promise.reject(new Error('The key sync has not started yet')),
+    heldRemovals: () =>
+      keySync ? keySync.held() : Promise.reject(new Error('The key sync has not started yet')),
     mirrorItem: (keyHash) => mirror.get(keyHash),
     keyUsage: keyUsageEndpoint(
       new KeyUsageRepository({

@@ -355,7 +355,7 @@ const runHeldCommand = async (
   const removals = target.heldRemovals
   if (!removals) {
     throw new KeyAdminError(
-      `${command} is for deployed stages (--stage); the local server logs what its key sync holds`,
+      `${command}: this stage's key sync cannot be asked what it holds (no key sync state to read)`,
     )
   }
   const say = (line: string) => io.stderr(`${line}\n`)

@@ -112,7 +112,7 @@ const viewOf = (item: KeyMirrorItem): MirrorView => ({
 })
 
 /** The local server's stand-ins: POST /_local/key-sync and GET /_local/key-mirror/{keyHash}. */
-export class LocalStageSync implements StageSync {
+export class LocalStageSync implements StageSync, HeldRemovals {
   readonly #origin: string
   readonly #fetch: typeof fetch
 
@@ -121,10 +121,32 @@ export class LocalStageSync implements StageSync {
     this.#fetch = fetchImpl
   }
 
-  /** The local stage has a handful of plans: every run reads them all, whatever `ids` name. */
+  /**
+   * The local stage's changes name their own ids to its sync (as CloudTrail events do on AWS),
+   * so a run need not be told what `ids` name.
+   */
   async run(_ids: readonly string[], signal?: AbortSignal): Promise<KeySyncResult> {
+    return this.#post(undefined, signal)
+  }
+
+  async held(): Promise<Record<string, HeldRemoval>> {
+    const response = await this.#fetch(`${this.#origin}/_local/key-sync/held`)
+    if (response.status !== 200) {
+      throw new SyncFailure(`The local key sync's held removals: HTTP ${response.status}`, false)
+    }
+    return (await response.json()) as Record<string, HeldRemoval>
+  }
+
+  async confirm(keyIds: readonly string[]): Promise<KeySyncResult> {
+    return this.#post({ confirmRemovals: keyIds })
+  }
+
+  async #post(event: object | undefined, signal?: AbortSignal): Promise<KeySyncResult> {
     const response = await this.#fetch(`${this.#origin}/_local/key-sync`, {
       method: 'POST',
+      ...(event
+        ? { headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(event) }
+        : {}),
       ...(signal ? { signal } : {}),
     })
     const body = (await response.json()) as KeySyncResult & { message?: string }

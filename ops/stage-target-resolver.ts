@@ -26,7 +26,7 @@ export interface StageTarget {
   stage: string
   outputs: StageOutputs
   admin: KeyAdmin
-  /** The key sync's held removals (`keys held`, `keys confirm`); deployed stages only. */
+  /** The key sync's held removals (`keys held`, `keys confirm`). */
   heldRemovals?: HeldRemovals
   /** The rate limiter's counts and suspensions (keys show, lift, usage, list's TODAY). */
   usage: KeyUsageReader
@@ -81,10 +81,11 @@ const openLocal = async (
     credentials: access.credentials,
     maxAttempts: 2,
   })
+  const sync = new LocalStageSync(origin, access.fetch)
   const admin = new KeyAdmin({
     client,
     outputs,
-    sync: new LocalStageSync(origin, access.fetch),
+    sync,
     stage: 'local',
     region: 'us-east-1',
     mirrorWaitMs: 10_000,
@@ -93,7 +94,14 @@ const openLocal = async (
     ...(signal ? { signal } : {}),
   })
   const usage = localKeyUsage(origin, access.fetch)
-  return { stage: 'local', outputs, admin, usage, close: () => client.destroy() }
+  return {
+    stage: 'local',
+    outputs,
+    admin,
+    usage,
+    heldRemovals: sync,
+    close: () => client.destroy(),
+  }
 }
 
 /** What runs a deployed stage's sync: its key-sync function, unless a caller runs it itself. */

@@ -1,0 +1,97 @@
+import { APIGatewayClient, TagResourceCommand } from '@aws-sdk/client-api-gateway'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runKeysCommand } from '#ops/keys-command.ts'
+import {
+  CONTROL_SECRET_VARIABLE,
+  controlSecretCredentials,
+} from '#shared/config/local-control-config.ts'
+import { PLAN_TAGS } from '#shared/config/plans-config.ts'
+import {
+  apiClient,
+  type InProcessServer,
+  startInProcessServer,
+} from '#test/support/local-server.ts'
+
+/**
+ * A plan that loses its tag (a typo in the console) keeps its keys working until an operator
+ * looks: `keys held` shows the hold and `keys confirm` applies it, on the local server as on a
+ * deployed stage.
+ */
+let server: InProcessServer
+let origin: string
+
+beforeAll(async () => {
+  server = await startInProcessServer({ PETSTORE_API_KEYS: '' })
+  origin = new URL(server.baseUrl).origin
+})
+afterAll(async () => {
+  await server?.stop()
+})
+
+const keys = async (...args: string[]) => {
+  let stdout = ''
+  let stderr = ''
+  const code = await runKeysCommand(['--url', origin, ...args], {
+    stdout: (text) => {
+      stdout += text
+    },
+    stderr: (text) => {
+      stderr += text
+    },
+    env: { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
+  })
+  return { code, stdout, stderr }
+}
+
+const status = async (key: string) =>
+  (await apiClient(server.baseUrl, key).get('/pets?limit=1')).status
+
+describe('keys held and keys confirm, locally', () => {
+  it("holds a mistagged plan's keys until confirmed, then removes them", async () => {
+    const plan = await keys(
+      'plan',
+      'create',
+      '--customer',
+      'acme',
+      '--per-minute',
+      '100',
+      '--per-day',
+      '1000',
+    )
+    expect(plan.code, plan.stderr).toBe(0)
+    const planId = plan.stdout.trim()
+    const made = await keys('create', '--customer', 'acme', '--name', 'acme-1')
+    expect(made.code, made.stderr).toBe(0)
+    const key = made.stdout.trim()
+    const keyId = /created key (\w+)/.exec(made.stderr)?.[1] as string
+
+    const management = new APIGatewayClient({
+      endpoint: `${origin}/_local/apigateway`,
+      region: 'us-east-1',
+      credentials: controlSecretCredentials(server.controlSecret),
+    })
+    try {
+      await management.send(
+        new TagResourceCommand({
+          resourceArn: `arn:aws:apigateway:us-east-1::/usageplans/${planId}`,
+          tags: { [PLAN_TAGS.plan]: 'enterprse' },
+        }),
+      )
+    } finally {
+      management.destroy()
+    }
+    await server.syncKeys()
+    expect(await status(key)).toBe(200)
+
+    const held = await keys('held')
+    expect(held.code, held.stderr).toBe(0)
+    expect(held.stdout).toContain(`usage plan ${planId}: 1 key(s) held since`)
+    expect(held.stdout).toContain(keyId)
+    expect(held.stdout).toContain(`confirm ${planId}`)
+
+    const confirmed = await keys('confirm', planId)
+    expect(confirmed.code, confirmed.stderr).toBe(0)
+    expect(await status(key)).toBe(401)
+    expect((await keys('held')).stderr).toContain('the key sync holds no removal')
+  })
+})
