@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runKeysCommand } from '#ops/keys-command.ts'
 import { CONTROL_SECRET_VARIABLE } from '#shared/config/local-control-config.ts'
+import { keysCommandOn } from '#test/support/keys-command-runner.ts'
 import {
   apiClient,
   type InProcessServer,
@@ -30,20 +31,8 @@ afterAll(async () => {
   await server?.stop()
 })
 
-const keys = async (...args: string[]) => {
-  let stdout = ''
-  let stderr = ''
-  const code = await runKeysCommand(['--url', origin, ...args], {
-    stdout: (text) => {
-      stdout += text
-    },
-    stderr: (text) => {
-      stderr += text
-    },
-    env: { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
-  })
-  return { code, stdout, stderr }
-}
+/** The keys CLI against the server (its secret, `--url` its origin). */
+const keys = (...args: string[]) => keysCommandOn(server)(...args)
 
 const created = async (...args: string[]) => {
   const result = await keys('create', ...args)

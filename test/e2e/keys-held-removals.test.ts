@@ -1,11 +1,8 @@
 import { APIGatewayClient, TagResourceCommand } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runKeysCommand } from '#ops/keys-command.ts'
-import {
-  CONTROL_SECRET_VARIABLE,
-  controlSecretCredentials,
-} from '#shared/config/local-control-config.ts'
+import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { PLAN_TAGS } from '#shared/config/plans-config.ts'
+import { keysCommandOn } from '#test/support/keys-command-runner.ts'
 import {
   apiClient,
   type InProcessServer,
@@ -28,20 +25,8 @@ afterAll(async () => {
   await server?.stop()
 })
 
-const keys = async (...args: string[]) => {
-  let stdout = ''
-  let stderr = ''
-  const code = await runKeysCommand(['--url', origin, ...args], {
-    stdout: (text) => {
-      stdout += text
-    },
-    stderr: (text) => {
-      stderr += text
-    },
-    env: { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
-  })
-  return { code, stdout, stderr }
-}
+/** The keys CLI against the server (its secret, `--url` its origin). */
+const keys = (...args: string[]) => keysCommandOn(server)(...args)
 
 const status = async (key: string) =>
   (await apiClient(server.baseUrl, key).get('/pets?limit=1')).status

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { runKeysCommand } from '#ops/keys-command.ts'
-import { CONTROL_SECRET_VARIABLE } from '#shared/config/local-control-config.ts'
 import { SUSPENSION_RECHECK_MS } from '#shared/rate-limit/rate-limiter.ts'
+import { keysCommandOn } from '#test/support/keys-command-runner.ts'
 import {
   apiClient,
   type InProcessServer,
@@ -18,7 +17,6 @@ import {
 const START = Date.UTC(2026, 10, 3, 12, 0, 5)
 
 let server: InProcessServer
-let origin: string
 
 beforeAll(async () => {
   vi.useFakeTimers({ toFake: ['Date'] })
@@ -28,27 +26,14 @@ beforeAll(async () => {
     // Sends from one address only with valid keys; the limit must not matter here either way.
     { failedAuthLimit: 100_000 },
   )
-  origin = new URL(server.baseUrl).origin
 })
 afterAll(async () => {
   await server?.stop()
   vi.useRealTimers()
 })
 
-const keys = async (...args: string[]) => {
-  let stdout = ''
-  let stderr = ''
-  const code = await runKeysCommand(['--url', origin, ...args], {
-    stdout: (text) => {
-      stdout += text
-    },
-    stderr: (text) => {
-      stderr += text
-    },
-    env: { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
-  })
-  return { code, stdout, stderr }
-}
+/** The keys CLI against the server (its secret, `--url` its origin). */
+const keys = (...args: string[]) => keysCommandOn(server)(...args)
 
 const ok = async (...args: string[]) => {
   const result = await keys(...args)
