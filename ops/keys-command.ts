@@ -301,7 +301,7 @@ const run = async (
     }
     case 'held':
     case 'confirm':
-      return runHeldCommand(target, command, args, io)
+      return runHeldCommand(target, command, args, io, json)
     case 'plan': {
       const [sub] = args
       if (sub === 'list') {
@@ -351,6 +351,7 @@ const runHeldCommand = async (
   command: string,
   args: string[],
   io: CommandIo,
+  json: boolean,
 ): Promise<void> => {
   const removals = target.heldRemovals
   if (!removals) {
@@ -359,6 +360,10 @@ const runHeldCommand = async (
     )
   }
   const say = (line: string) => io.stderr(`${line}\n`)
+  if (command === 'held' && json) {
+    io.stdout(`${JSON.stringify(await removals.held(), null, 2)}\n`)
+    return
+  }
   if (command === 'held') {
     await listHeldRemovals(removals, target.admin.keysCommand, say, (line) =>
       io.stdout(`${line}\n`),
@@ -366,7 +371,8 @@ const runHeldCommand = async (
     return
   }
   if (args.length === 0) throw new UsageError('confirm needs the plan or key ids keys held lists')
-  await confirmHeldRemovals(removals, args, say)
+  const deleted = await confirmHeldRemovals(removals, args, say)
+  if (json) io.stdout(`${JSON.stringify({ deleted })}\n`)
 }
 
 export const runKeysCommand = async (

@@ -74,8 +74,14 @@ describe('keys held and keys confirm, locally', () => {
     expect(held.stdout).toContain(keyId)
     expect(held.stdout).toContain(`confirm ${planId}`)
 
-    const confirmed = await keys('confirm', planId)
+    const asJson = await keys('held', '--json')
+    expect(JSON.parse(asJson.stdout)).toMatchObject({
+      [planId]: { count: 1, cause: 'plan-lost', keyIds: [keyId] },
+    })
+
+    const confirmed = await keys('confirm', planId, '--json')
     expect(confirmed.code, confirmed.stderr).toBe(0)
+    expect(JSON.parse(confirmed.stdout)).toEqual({ deleted: 1 })
     expect(await status(key)).toBe(401)
     expect((await keys('held')).stderr).toContain('the key sync holds no removal')
   })
