@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { build } from 'esbuild'
 import { BUNDLE_FILE, FUNCTION_BUNDLING } from '#infra/config/bundling-config.ts'
 import { REPO_ROOT } from '#infra/constructs/petstore-function-construct.ts'
+import { routeOf } from '#shared/config/routes-config.ts'
 import { restEvent, tokenAuthorizerEvent } from '#test/support/api-gateway-events.ts'
 import { budgetProblems } from './bench-budgets.ts'
 import { percentile } from './bench-stats.ts'
@@ -94,11 +95,17 @@ const eventsFile = (operation: Operation): string => {
 
 const childScript = join(work, 'bench-child.mjs')
 
+/** What each invocation of a subject must answer (bench-child.ts stops on anything else). */
+const successOf = (operation: Operation): number | 'Allow' =>
+  operation === 'authorizer' ? 'Allow' : routeOf(operation).successStatus
+
 const runChild = (mode: 'bare' | 'init' | 'warm', subject: Subject | undefined) => {
   const resultFile = join(work, 'result.json')
   rmSync(resultFile, { force: true })
   const job = {
     mode,
+    operation: subject?.operation,
+    success: subject ? successOf(subject.operation) : undefined,
     bundle: subject ? join(subject.dir, BUNDLE_FILE) : '',
     eventsFile: subject ? eventsFile(subject.operation) : '',
     invocations: WARM_INVOCATIONS,

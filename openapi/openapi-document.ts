@@ -191,11 +191,19 @@ const errorResponses = (operationId: OperationId, extraHeaders: Record<string, u
       const base = { $ref: `#/components/responses/Error${status}` }
       if (Object.keys(extraHeaders).length === 0 || status === 401) return [String(status), base]
       // A deprecated operation marks its errors too: spell the response out with its headers.
+      // Not required on a 429: the gateway's usage-plan throttle and quota (THROTTLED,
+      // QUOTA_EXCEEDED gateway responses) answer before any function could add them.
+      const marks =
+        status === 429
+          ? Object.fromEntries(
+              Object.entries(extraHeaders).map(([name, header]) => [
+                name,
+                { ...(header as object), required: false },
+              ]),
+            )
+          : extraHeaders
       const shared = errorResponse(status)
-      return [
-        String(status),
-        { ...shared, headers: { ...(shared.headers ?? {}), ...extraHeaders } },
-      ]
+      return [String(status), { ...shared, headers: { ...(shared.headers ?? {}), ...marks } }]
     }),
   )
 

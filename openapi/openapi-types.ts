@@ -560,11 +560,11 @@ export interface operations {
                     /** @description Seconds to wait before retrying. */
                     "Retry-After": number;
                     /** @description RFC 9745: when the operation was deprecated, `@{unix seconds}`. */
-                    Deprecation: string;
+                    Deprecation?: string;
                     /** @description RFC 8594: when the operation is removed (HTTP date). */
-                    Sunset: string;
+                    Sunset?: string;
                     /** @description `<{base}/pets>; rel="successor-version"`: the replacement operation. */
-                    Link: string;
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,7 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
+import type { Operation } from './bench-subjects.ts'
 import {
+  assertAllCallsAnswered,
   dynamoCalls,
   installFakeDynamoHttp,
   resetDynamoCalls,
@@ -19,6 +21,9 @@ import {
  */
 interface ChildJob {
   mode: 'bare' | 'init' | 'warm'
+  operation: Operation
+  /** What every invocation must answer: the route's success status, or the authorizer's Allow. */
+  success: number | 'Allow'
   bundle: string
   eventsFile: string
   invocations: number
@@ -59,6 +64,25 @@ process.stdout.write = ((chunk: string | Uint8Array) => {
   return true
 }) as typeof process.stdout.write
 
+/** Stops the bench on an answer other than success: an error path is not what it measures. */
+const assertSuccess = (result: unknown): void => {
+  assertAllCallsAnswered()
+  const answer = result as {
+    statusCode?: number
+    body?: string
+    policyDocument?: { Statement?: { Effect?: string }[] }
+  }
+  const got =
+    job.operation === 'authorizer'
+      ? answer.policyDocument?.Statement?.[0]?.Effect
+      : answer.statusCode
+  if (got !== job.success) {
+    throw new Error(
+      `${job.operation} answered ${got} instead of ${job.success} to the bench's event: ${String(answer.body ?? '').slice(0, 300)}`,
+    )
+  }
+}
+
 const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number
 
@@ -66,13 +90,13 @@ if (job.mode === 'bare') {
   // Process start to here: what a node start and this script cost before any bundle.
   writeFileSync(job.resultFile, JSON.stringify({ readyMs: performance.now() }))
 } else {
-  installFakeDynamoHttp()
+  installFakeDynamoHttp(job.operation)
   const { handler } = (await import(pathToFileURL(job.bundle).href)) as { handler: Handler }
   const events = JSON.parse(readFileSync(job.eventsFile, 'utf8')) as unknown[]
   const eventAt = (index: number) => structuredClone(events[index % events.length])
   if (job.mode === 'init') {
     // A cold start as the caller waits for it: process start to the end of the first invocation.
-    await handler(eventAt(0), context)
+    assertSuccess(await handler(eventAt(0), context))
     const readyMs = performance.now()
     writeFileSync(
       job.resultFile,
@@ -83,15 +107,18 @@ if (job.mode === 'bare') {
       }),
     )
   } else {
-    for (let index = 0; index < job.warmUp; index += 1) await handler(eventAt(index), context)
+    for (let index = 0; index < job.warmUp; index += 1) {
+      assertSuccess(await handler(eventAt(index), context))
+    }
     resetDynamoCalls()
     stdoutBytes.count = 0
     const samples: number[] = []
     for (let index = 0; index < job.invocations; index += 1) {
       const event = eventAt(index)
       const started = process.hrtime.bigint()
-      await handler(event, context)
+      const result = await handler(event, context)
       samples.push(Number(process.hrtime.bigint() - started) / 1000)
+      assertSuccess(result)
     }
     samples.sort((a, b) => a - b)
     writeFileSync(

@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import https from 'node:https'
 import { Readable } from 'node:stream'
+import type { DynamoAction } from '#shared/config/table-access-config.ts'
+import type { Operation } from './bench-subjects.ts'
 
 /**
  * DynamoDB's HTTP layer answered in memory: `https.request` (which the SDK's NodeHttpHandler
@@ -126,29 +128,70 @@ export const resetDynamoCalls = (): void => {
   roundTrips.count = 0
 }
 
-const answer = (operation: string, input: Record<string, unknown>): unknown => {
-  const table = String(input.TableName ?? '')
-  switch (operation) {
-    case 'GetItem':
-      return { Item: table.includes('mirror') ? keyMirrorItem() : petItem(1) }
-    case 'Query':
-    case 'Scan': {
-      const limit = Number(input.Limit ?? 21)
-      const items = Array.from({ length: limit }, (_, index) => petItem(index + 1))
-      return { Items: items, Count: items.length, ScannedCount: items.length }
-    }
-    case 'PutItem':
-      return {}
-    case 'UpdateItem':
-      // The id counter reserves blocks; the rate limiter's counters stay low.
-      if (String(JSON.stringify(input.Key)).includes('COUNTER#pet')) {
-        counter += 50
-        return { Attributes: { lastReservedId: n(counter) } }
-      }
-      return { Attributes: {} }
-    default:
-      return {}
-  }
+/** The tables a function names in its environment, as the answers below call them. */
+const TABLE_VARIABLES = {
+  TABLE_NAME: 'pets',
+  IDEMPOTENCY_TABLE_NAME: 'idempotency',
+  RATE_LIMIT_TABLE_NAME: 'rateLimits',
+  KEY_MIRROR_TABLE_NAME: 'keyMirror',
+} as const
+type FakeTable = (typeof TABLE_VARIABLES)[keyof typeof TABLE_VARIABLES]
+
+/** A call as the answers name it: the DynamoDB action and the table, e.g. `GetItem pets`. */
+type CallName = `${DynamoAction} ${FakeTable}`
+type Input = Record<string, unknown>
+type FakeAnswer = (input: Input) => Record<string, unknown>
+
+const page: FakeAnswer = (input) => {
+  const items = Array.from({ length: Number(input.Limit ?? 21) }, (_, index) => petItem(index + 1))
+  return { Items: items, Count: items.length, ScannedCount: items.length }
+}
+
+/** The rate limiter's counters (every operation but the authorizer): they stay low. */
+const LIMITER = {
+  'UpdateItem rateLimits': () => ({ Attributes: {} }),
+} satisfies Partial<Record<CallName, FakeAnswer>>
+
+/**
+ * What DynamoDB answers each call an operation makes for the bench's event (cold-start-bench.ts,
+ * eventsFile), so the bench measures its success path. A route without an entry fails the
+ * type-check; a call without an answer stops the bench, naming the operation and the call.
+ */
+export const FAKE_DYNAMO_ANSWERS = {
+  listPets: { ...LIMITER, 'Query pets': page, 'Scan pets': page },
+  createPet: {
+    ...LIMITER,
+    // The id counter reserves blocks of 50.
+    'UpdateItem pets': () => {
+      counter += 50
+      return { Attributes: { lastReservedId: n(counter) } }
+    },
+    'PutItem pets': () => ({}),
+  },
+  getPet: { ...LIMITER, 'GetItem pets': () => ({ Item: petItem(1) }) },
+  authorizer: { 'GetItem keyMirror': () => ({ Item: keyMirrorItem() }) },
+} satisfies Record<Operation, Partial<Record<CallName, FakeAnswer>>>
+
+/** The first call the fake could not answer, if any: the bench stops on it (unansweredCall). */
+let unanswered: string | undefined
+let serving: Operation | undefined
+
+const answer = (action: string, input: Input): Record<string, unknown> | undefined => {
+  const tableName = String(input.TableName ?? Object.keys(input.RequestItems ?? {})[0] ?? '')
+  const table =
+    Object.entries(TABLE_VARIABLES).find(
+      ([variable]) => process.env[variable] === tableName,
+    )?.[1] ?? tableName
+  const answers: Partial<Record<string, FakeAnswer>> = serving ? FAKE_DYNAMO_ANSWERS[serving] : {}
+  const found = answers[`${action} ${table}`]
+  if (found) return found(input)
+  unanswered ??= `${serving} made DynamoDB call ${action} on ${table}, which the bench's fake DynamoDB does not answer: add '${action} ${table}' to FAKE_DYNAMO_ANSWERS.${serving} in bench/support/fake-dynamo-http.ts (DynamoDB's answer for the bench's event)`
+  return undefined
+}
+
+/** Throws when a call went unanswered: measuring the error path it leads to would mislead. */
+export const assertAllCallsAnswered = (): void => {
+  if (unanswered) throw new Error(unanswered)
 }
 
 class FakeRequest extends EventEmitter {
@@ -182,7 +225,10 @@ class FakeRequest extends EventEmitter {
     )?.[1]
     const operation = String(target).split('.').at(-1) ?? 'unknown'
     const input = JSON.parse(Buffer.concat(this.#chunks).toString('utf8') || '{}')
-    const output = answer(operation, input) as Record<string, unknown>
+    const output = answer(operation, input) ?? {
+      __type: 'com.amazonaws.dynamodb.v20120810#ValidationException',
+      message: 'the bench has no answer for this call',
+    }
     const tally = dynamoCalls.get(operation) ?? { calls: 0, readUnits: 0, writeUnits: 0 }
     const units = unitsOf(operation, input, output)
     dynamoCalls.set(operation, {
@@ -193,9 +239,10 @@ class FakeRequest extends EventEmitter {
     if (inFlight === 0) roundTrips.count += 1
     inFlight += 1
     const body = Buffer.from(JSON.stringify(output))
+    const failed = '__type' in output
     const res = Object.assign(Readable.from([body]), {
-      statusCode: 200,
-      statusMessage: 'OK',
+      statusCode: failed ? 400 : 200,
+      statusMessage: failed ? 'Bad Request' : 'OK',
       headers: {
         'content-type': 'application/x-amz-json-1.0',
         'content-length': String(body.length),
@@ -211,8 +258,9 @@ class FakeRequest extends EventEmitter {
   }
 }
 
-/** Replaces https.request for the rest of this process. */
-export const installFakeDynamoHttp = (): void => {
+/** Replaces https.request for the rest of this process, answering `operation`'s calls. */
+export const installFakeDynamoHttp = (operation: Operation): void => {
+  serving = operation
   const fake = (options: { headers?: Record<string, string> }, respond: (res: Readable) => void) =>
     new FakeRequest(options.headers ?? {}, respond)
   ;(https as unknown as { request: typeof fake }).request = fake

@@ -16,13 +16,18 @@ export const deprecationMiddleware = (
   const deprecatedAt = Date.parse(deprecation.deprecatedAt)
   const sunsetAt = Date.parse(deprecation.sunsetAt)
   const sunset = new Date(sunsetAt).toUTCString()
+  const mark: NonNullable<ApiMiddleware['onError']> = (request) => {
+    addResponseHeaders(request, {
+      Deprecation: `@${Math.floor(deprecatedAt / 1000)}`,
+      Sunset: sunset,
+      Link: `<${baseUrlOf(request.event)}${deprecation.successorPath}>; rel="successor-version"`,
+    })
+  }
   return {
+    // On errors too: the rate limiter's 429 comes before this middleware's `before` runs.
+    onError: mark,
     before: (request) => {
-      addResponseHeaders(request, {
-        Deprecation: `@${Math.floor(deprecatedAt / 1000)}`,
-        Sunset: sunset,
-        Link: `<${baseUrlOf(request.event)}${deprecation.successorPath}>; rel="successor-version"`,
-      })
+      mark(request)
       if (clock() >= sunsetAt) {
         throw new HttpError('gone', {
           message: `This operation was removed on ${sunset}; use GET ${deprecation.successorPath} instead.`,

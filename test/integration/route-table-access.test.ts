@@ -24,11 +24,11 @@ import {
   OLD_ITEM_READS,
   startDynamoTestEnv,
 } from '#test/support/dynamo-test-env.ts'
-import { OPERATION_REQUESTS } from '#test/support/operation-requests.ts'
+import { outcomesOf } from '#test/support/operation-requests.ts'
 
 /**
  * IAM as the route table grants it, checked where the local server cannot: each route's Lambda
- * entry runs its requests (test/support/operation-requests.ts) against DynamoDB through a proxy
+ * entry runs its sample requests, one or more per outcome (test/support/operation-requests.ts), against DynamoDB through a proxy
  * that lets through only the actions its route's table access levels grant, on its own tables
  * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html:
  * a call without the action on the table's ARN, or the index's for a Query of an index, is
@@ -167,7 +167,7 @@ const unusedOf = (route: Route, calls: Call[]): string[] =>
         )
         .map(
           (action) =>
-            `${route.operationId}'s level ${access} on ${table} grants ${action}, which its requests never used: choose a narrower level for ${route.operationId} tables.${table} (or none) in shared/config/routes-config.ts (or add the request that uses it to test/support/operation-requests.ts)`,
+            `${route.operationId}'s level ${access} on ${table} grants ${action}, which its requests never used: choose a narrower level for ${route.operationId} tables.${table} (or none) in shared/config/routes-config.ts (or add the outcome that uses it to test/support/operation-requests.ts)`,
         ),
     ),
   )
@@ -175,18 +175,28 @@ const unusedOf = (route: Route, calls: Call[]): string[] =>
 describe('table access of each route, enforced as IAM would', () => {
   // In route-table order: later operations read what createPet made.
   it.each(ROUTES.map((route) => [route.operationId, route] as const))(
-    '%s: its requests need no DynamoDB action its route does not grant, and use every one it does',
+    '%s: the requests of each outcome get its status, need no DynamoDB action its route does not grant, and use every one it does',
     async (_operationId, route) => {
       const proxy = await startIamProxy(route)
       try {
         const handler = await loadEntry(route, proxy.endpoint)
         const statuses: number[] = []
-        for (const request of OPERATION_REQUESTS[route.operationId]) {
-          const event = restEvent({ method: route.method, resource: route.path, ...request })
-          statuses.push((await handler(event, lambdaContext(route.operationId))).statusCode)
+        const missed: string[] = []
+        for (const [status, outcome] of outcomesOf(route.operationId)) {
+          if (!('requests' in outcome)) continue
+          for (const request of outcome.requests) {
+            const event = restEvent({ method: route.method, resource: route.path, ...request })
+            statuses.push((await handler(event, lambdaContext(route.operationId))).statusCode)
+          }
+          if (statuses.at(-1) !== status) {
+            missed.push(
+              `${route.operationId}'s sample for ${status} (test/support/operation-requests.ts) got ${statuses.at(-1)}`,
+            )
+          }
         }
         expect(proxy.denied()).toEqual([])
         expect(statuses.filter((status) => status >= 500)).toEqual([])
+        expect(missed).toEqual([])
         expect(proxy.calls.length).toBeGreaterThan(0)
         // dynalite makes createPet read a refused claim back (OLD_ITEM_READS); DynamoDB does not.
         if (OLD_ITEM_READS > 0) expect(unusedOf(route, proxy.calls)).toEqual([])
