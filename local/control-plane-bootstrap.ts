@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { rename } from 'node:fs/promises'
-import { stageTags, usagePlanSpecs } from '#infra/config/usage-plans-config.ts'
+import { stageTags, usagePlanSpecs } from '#keys/usage-plans-config.ts'
 import {
   PLAN_DISPLAY_NAMES,
   PLAN_NAMES,

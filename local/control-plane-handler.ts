@@ -1,5 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
-import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
+import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { shownArgument } from '#shared/auth/key-value-mask.ts'
 import { LOCAL_CONTROL_PREFIX, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
 import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'

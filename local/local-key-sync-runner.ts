@@ -2,13 +2,11 @@ import { randomUUID } from 'node:crypto'
 import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb'
 import type { Context, EventBridgeEvent } from 'aws-lambda'
-import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
-import { ApiGatewayAuthorizerCacheFlusher } from '#functions/key-sync/authorizer-cache-flusher.ts'
-import {
-  type KeySyncResult,
-  keySyncHandler,
-  SCHEDULED_EVENT,
-} from '#functions/key-sync/key-sync-handler.ts'
+import { SCHEDULED_EVENT } from '#functions/key-sync/key-sync-events.ts'
+import { keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
+import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
+import { ApiGatewayAuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
+import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'

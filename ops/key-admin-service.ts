@@ -18,13 +18,11 @@ import {
   type UsagePlan,
 } from '@aws-sdk/client-api-gateway'
 import { isThrottlingError } from '@smithy/service-error-classification'
-import {
-  DISABLE_AFTER_TAG,
-  isPastDisableAfter,
-} from '#functions/key-sync/api-gateway-key-source.ts'
-import { type CallPacer, unpaced } from '#functions/key-sync/call-pacer.ts'
-import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
-import { stageTags } from '#infra/config/usage-plans-config.ts'
+import { DISABLE_AFTER_TAG, isPastDisableAfter } from '#keys/api-gateway-key-source.ts'
+import { type CallPacer, unpaced } from '#keys/call-pacer.ts'
+import type { KeySyncResult } from '#keys/key-sync-contract.ts'
+import { PAGE_SIZE, readWholeListing } from '#keys/management-listing.ts'
+import { stageTags } from '#keys/usage-plans-config.ts'
 import { shownArgument } from '#shared/auth/key-value-mask.ts'
 import {
   PLAN_NAMES,
@@ -37,7 +35,6 @@ import {
 import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
 import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
-import { PAGE_SIZE, readWholeListing } from '#shared/data/management-listing.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { permissionAdvice } from './management-permissions-config.ts'
 import type { StageOutputs } from './stack-outputs-reader.ts'

@@ -1,6 +1,6 @@
 import { InvokeCommand, type InvokeCommandOutput, type LambdaClient } from '@aws-sdk/client-lambda'
 import { isThrottlingError } from '@smithy/service-error-classification'
-import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
+import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import type { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import type { HeldRemoval, KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'

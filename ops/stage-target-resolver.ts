@@ -1,7 +1,7 @@
 import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation'
 import { LambdaClient } from '@aws-sdk/client-lambda'
-import { TokenBucketPacer } from '#functions/key-sync/call-pacer.ts'
+import { TokenBucketPacer } from '#keys/call-pacer.ts'
 import { localControlAccess, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'

@@ -3,7 +3,7 @@ import {
   GATEWAY_RESPONSES,
   gatewayHeaderValue,
   gatewayResponseBody,
-} from '#infra/config/gateway-responses-config.ts'
+} from '#shared/config/gateway-responses-config.ts'
 import { ERROR_STATUS } from '#shared/errors/error-codes.ts'
 import { corsHeaders } from '#shared/http/cors-headers.ts'
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import {
   QUOTA_EXCEEDED_RETRY_AFTER_SECONDS,
   THROTTLED_RETRY_AFTER_SECONDS,
-} from '#infra/config/gateway-responses-config.ts'
+} from '#shared/config/gateway-responses-config.ts'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
 import {
   type ApiResponse,

@@ -17,9 +17,9 @@ import {
   ApiGatewayKeySource,
   DISABLE_AFTER_TAG,
   InconsistentKeyReadError,
-} from '#functions/key-sync/api-gateway-key-source.ts'
-import { TokenBucketPacer } from '#functions/key-sync/call-pacer.ts'
-import { type KeySyncResult, NOTHING_DONE } from '#functions/key-sync/key-sync-handler.ts'
+} from '#keys/api-gateway-key-source.ts'
+import { TokenBucketPacer } from '#keys/call-pacer.ts'
+import { type KeySyncResult, NOTHING_DONE } from '#keys/key-sync-contract.ts'
 import { bootstrapControlPlane, localOutputs } from '#local/control-plane-bootstrap.ts'
 import { createControlPlaneHandler, MANAGEMENT_API_PATH } from '#local/control-plane-handler.ts'
 import { ControlPlaneStore } from '#local/control-plane-store.ts'

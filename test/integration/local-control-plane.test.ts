@@ -21,7 +21,7 @@ import {
   UpdateApiKeyCommand,
 } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
+import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
 import { createControlPlaneHandler, MANAGEMENT_API_PATH } from '#local/control-plane-handler.ts'
 import { ControlPlaneStore, LOCAL_API_STAGE } from '#local/control-plane-store.ts'
 import { controlSecretCredentials } from '#shared/config/local-control-config.ts'

@@ -9,12 +9,10 @@ import {
 import { ScanCommand } from '@aws-sdk/lib-dynamodb'
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  ApiGatewayKeySource,
-  type KeySourceSnapshot,
-} from '#functions/key-sync/api-gateway-key-source.ts'
 import { keySyncDependencies } from '#functions/key-sync/key-sync-dependencies.ts'
-import { type KeySyncResult, keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
+import { keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
+import { ApiGatewayKeySource, type KeySourceSnapshot } from '#keys/api-gateway-key-source.ts'
+import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { runKeysCommand } from '#ops/keys-command.ts'
 import { smokeKeys } from '#ops/smoke-command.ts'
 import { stageOutputsFrom } from '#ops/stack-outputs-reader.ts'

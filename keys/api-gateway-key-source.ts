@@ -8,9 +8,9 @@ import {
   type UsagePlan,
   type UsagePlanKey,
 } from '@aws-sdk/client-api-gateway'
+import { PAGE_SIZE, readWholeListing } from '#keys/management-listing.ts'
 import { type PlanLimits, type PlanName, planFromTags } from '#shared/config/plans-config.ts'
 import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
-import { PAGE_SIZE, readWholeListing } from '#shared/data/management-listing.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { type CallPacer, unpaced } from './call-pacer.ts'
 
