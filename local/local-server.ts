@@ -7,6 +7,36 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
+import {
+  bootstrapControlPlane,
+  isKeyOnLocalStage,
+  type LocalKeys,
+  localOutputs,
+} from '#local/control-plane/control-plane-bootstrap.ts'
+import {
+  createControlPlaneHandler,
+  MANAGEMENT_API_PATH,
+  withControlPaths,
+} from '#local/control-plane/control-plane-handler.ts'
+import { keyUsageEndpoint } from '#local/control-plane/control-plane-key-usage.ts'
+import { localControlSecret } from '#local/control-plane/control-plane-secret.ts'
+import { ControlPlaneStore } from '#local/control-plane/control-plane-store.ts'
+import {
+  LOCAL_KEY_SYNC_INTERVAL_MS,
+  type LocalKeySync,
+  startLocalKeySync,
+} from '#local/control-plane/local-key-sync-runner.ts'
+import { withApiReference } from '#local/gateway/api-reference-route.ts'
+import { AuthorizerCache } from '#local/gateway/authorizer-cache.ts'
+import {
+  createLocalGateway,
+  type ProxyHandler,
+  refuseTunnel,
+  type TokenAuthorizer,
+} from '#local/gateway/local-gateway.ts'
+import { noteKeyId, type RequestLogWriter, withRequestLog } from '#local/gateway/request-log.ts'
+import { secretDigest } from '#local/gateway/secret-digest.ts'
+import { type BackstopFor, UsagePlanThrottle } from '#local/gateway/usage-plan-throttle.ts'
 import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
@@ -19,22 +49,6 @@ import {
 } from '#shared/data/table-keys.ts'
 import { KeyUsageRepository } from '#shared/rate-limit/key-usage-repository.ts'
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
-import { withApiReference } from './api-reference-route.ts'
-import { AuthorizerCache } from './authorizer-cache.ts'
-import {
-  bootstrapControlPlane,
-  isKeyOnLocalStage,
-  type LocalKeys,
-  localOutputs,
-} from './control-plane-bootstrap.ts'
-import {
-  createControlPlaneHandler,
-  MANAGEMENT_API_PATH,
-  withControlPaths,
-} from './control-plane-handler.ts'
-import { keyUsageEndpoint } from './control-plane-key-usage.ts'
-import { localControlSecret } from './control-plane-secret.ts'
-import { ControlPlaneStore } from './control-plane-store.ts'
 import { type DataDirLock, lockDataDir } from './data-dir-lock.ts'
 import {
   type EmbeddedDynamo,
@@ -49,20 +63,6 @@ import {
   localFunctionEnvironment,
   localKeyMirrorTable,
 } from './local-environment.ts'
-import {
-  createLocalGateway,
-  type ProxyHandler,
-  refuseTunnel,
-  type TokenAuthorizer,
-} from './local-gateway.ts'
-import {
-  LOCAL_KEY_SYNC_INTERVAL_MS,
-  type LocalKeySync,
-  startLocalKeySync,
-} from './local-key-sync-runner.ts'
-import { noteKeyId, type RequestLogWriter, withRequestLog } from './request-log.ts'
-import { secretDigest } from './secret-digest.ts'
-import { type BackstopFor, UsagePlanThrottle } from './usage-plan-throttle.ts'
 
 /**
  * The whole API on one machine, as a library (`npm start` is its CLI): starts the embedded
@@ -142,7 +142,7 @@ interface StartLocalSettings {
   failedAuthLimit?: number
   /** The local key sync's schedule in ms; 0: only on changes (tests drive the runs). */
   keySyncIntervalMs?: number
-  /** Where one line per request goes (local/request-log.ts); npm start: its terminal. */
+  /** Where one line per request goes (local/gateway/request-log.ts); npm start: its terminal. */
   requestLog?: RequestLogWriter
 }
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { runKeysCommand } from '#ops/keys-command.ts'
+import { runKeysCommand } from '#ops/keys/keys-command.ts'
 import { CONTROL_SECRET_VARIABLE } from '#shared/config/local-control-config.ts'
 import { SUSPENSION_RECHECK_MS } from '#shared/rate-limit/rate-limiter.ts'
 import {

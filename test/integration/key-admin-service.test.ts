@@ -20,23 +20,29 @@ import {
 } from '#keys/api-gateway-key-source.ts'
 import { TokenBucketPacer } from '#keys/call-pacer.ts'
 import { type KeySyncResult, NOTHING_DONE } from '#keys/key-sync-contract.ts'
-import { bootstrapControlPlane, localOutputs } from '#local/control-plane-bootstrap.ts'
-import { createControlPlaneHandler, MANAGEMENT_API_PATH } from '#local/control-plane-handler.ts'
-import { ControlPlaneStore } from '#local/control-plane-store.ts'
+import {
+  bootstrapControlPlane,
+  localOutputs,
+} from '#local/control-plane/control-plane-bootstrap.ts'
+import {
+  createControlPlaneHandler,
+  MANAGEMENT_API_PATH,
+} from '#local/control-plane/control-plane-handler.ts'
+import { ControlPlaneStore } from '#local/control-plane/control-plane-store.ts'
 import {
   CLI_CALL_RATE,
   KeyAdmin,
   KeyAdminError,
   type KeyAdminOptions,
-} from '#ops/key-admin-service.ts'
-import { permissionPattern } from '#ops/management-permissions-config.ts'
-import { stageOutputsFrom } from '#ops/stack-outputs-reader.ts'
+} from '#ops/keys/key-admin-service.ts'
+import { permissionPattern } from '#ops/keys/management-permissions-config.ts'
 import {
   AwsStageSync,
   type MirrorView,
   type StageSync,
   SyncFailure,
-} from '#ops/stage-sync-client.ts'
+} from '#ops/keys/stage-sync-client.ts'
+import { stageOutputsFrom } from '#ops/stage/stack-outputs-reader.ts'
 import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { DEFAULT_ENTERPRISE_LIMITS, PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events'
 import type { APIGatewayAuthorizerResult } from 'aws-lambda'
 import { describe, expect, it, vi } from 'vitest'
-import { type Authorization, AuthorizerCache } from '#local/authorizer-cache.ts'
+import { type Authorization, AuthorizerCache } from '#local/gateway/authorizer-cache.ts'
 import {
   authorizeRequest,
   gatewayHeaders,
@@ -10,8 +10,8 @@ import {
   readBody,
   type TokenAuthorizer,
   usagePlanVerdict,
-} from '#local/local-gateway.ts'
-import { UsagePlanThrottle } from '#local/usage-plan-throttle.ts'
+} from '#local/gateway/local-gateway.ts'
+import { UsagePlanThrottle } from '#local/gateway/usage-plan-throttle.ts'
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 
 /**

@@ -156,7 +156,7 @@ interface TemporaryKeyWait {
 /**
  * A temporary key may take a moment to reach the authorizer: tried again after 1, 2, 4, then every
  * 5 s, so the wait's own 401s stay far below the failed-authentication limit (30 a minute from
- * one address, local/failed-auth-limiter.ts), saying every 5 s what it waits for.
+ * one address, local/gateway/failed-auth-limiter.ts), saying every 5 s what it waits for.
  */
 const temporaryKeyWorks = async (wait: TemporaryKeyWait): Promise<string> => {
   const started = wait.now()
@@ -407,7 +407,7 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
       const missing = DOCUMENTED_OPERATIONS.filter((operation) => !called.has(operation))
       if (missing.length > 0) {
         throw new Error(
-          `${missing.join(', ')} of openapi/openapi.json never called: add a call to ops/smoke-runner.ts`,
+          `${missing.join(', ')} of openapi/openapi.json never called: add a call to ops/smoke/smoke-runner.ts`,
         )
       }
       return `all ${DOCUMENTED_OPERATIONS.length} operations of openapi/openapi.json answered`

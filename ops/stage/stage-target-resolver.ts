@@ -2,20 +2,20 @@ import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation'
 import { LambdaClient } from '@aws-sdk/client-lambda'
 import { TokenBucketPacer } from '#keys/call-pacer.ts'
-import { localControlAccess, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
-import { createDocumentClient } from '#shared/data/dynamo-client.ts'
-import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
-import type { HeldRemovals } from './held-removals-command.ts'
-import { CLI_CALL_RATE, KeyAdmin, KeyAdminError } from './key-admin-service.ts'
+import type { HeldRemovals } from '#ops/keys/held-removals-command.ts'
+import { CLI_CALL_RATE, KeyAdmin, KeyAdminError } from '#ops/keys/key-admin-service.ts'
 import {
   deployedKeyUsage,
   type KeyUsageReader,
   localKeyUsage,
   unavailableKeyUsage,
-} from './key-usage-client.ts'
+} from '#ops/keys/key-usage-client.ts'
+import { AwsStageSync, LocalStageSync, type StageSync } from '#ops/keys/stage-sync-client.ts'
+import { localControlAccess, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
+import { createDocumentClient } from '#shared/data/dynamo-client.ts'
+import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import { readStackOutputs, type StageOutputs, stageOutputsFrom } from './stack-outputs-reader.ts'
-import { AwsStageSync, LocalStageSync, type StageSync } from './stage-sync-client.ts'
 
 /**
  * Where a keys command goes: the local server's control plane by default, or a deployed stage

@@ -1,9 +1,13 @@
 import { parseArgs } from 'node:util'
+import { type KeyAdmin, KeyAdminError } from '#ops/keys/key-admin-service.ts'
+import type { CommandIo } from '#ops/keys/keys-command.ts'
+import {
+  localServerOrigin,
+  openStageTarget,
+  type StageTarget,
+} from '#ops/stage/stage-target-resolver.ts'
 import { maskingArguments } from '#shared/auth/key-value-mask.ts'
-import { type KeyAdmin, KeyAdminError } from './key-admin-service.ts'
-import type { CommandIo } from './keys-command.ts'
 import { runSmoke, type SmokeKeys, TemporaryKeyError } from './smoke-runner.ts'
-import { localServerOrigin, openStageTarget, type StageTarget } from './stage-target-resolver.ts'
 
 /**
  * `npm run smoke -- …`: the smoke test of a running stage (smoke-runner.ts). Exit codes: 0 every

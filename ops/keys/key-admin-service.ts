@@ -23,6 +23,7 @@ import { type CallPacer, unpaced } from '#keys/call-pacer.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { PAGE_SIZE, readWholeListing } from '#keys/management-listing.ts'
 import { stageTags } from '#keys/usage-plans-config.ts'
+import type { StageOutputs } from '#ops/stage/stack-outputs-reader.ts'
 import { shownArgument } from '#shared/auth/key-value-mask.ts'
 import {
   PLAN_NAMES,
@@ -37,7 +38,6 @@ import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { permissionAdvice } from './management-permissions-config.ts'
-import type { StageOutputs } from './stack-outputs-reader.ts'
 import { isRetryableSyncFailure, type MirrorView, type StageSync } from './stage-sync-client.ts'
 
 /**

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { rename } from 'node:fs/promises'
 import { stageTags, usagePlanSpecs } from '#keys/usage-plans-config.ts'
+import { IN_MEMORY } from '#local/embedded-dynamo.ts'
 import {
   PLAN_DISPLAY_NAMES,
   PLAN_NAMES,
@@ -12,7 +13,6 @@ import {
   LOCAL_API_STAGE,
   type StoredUsagePlan,
 } from './control-plane-store.ts'
-import { IN_MEMORY } from './embedded-dynamo.ts'
 import { keyFilePath, readKeyFile } from './legacy-key-file.ts'
 
 /** What a start did about keys, for the banner (key values only of keys it created). */

@@ -13,7 +13,7 @@ import { promisify } from 'node:util'
  */
 export const API_REFERENCE_PATH = '/docs'
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 const DOCUMENT = join(ROOT, 'openapi', 'openapi.json')
 /** What `npm run docs` writes (git-ignored: 2.5 MB of scripts, rebuilt from the document). */
 export const API_REFERENCE_FILE = join(ROOT, 'docs', 'api-reference.html')

@@ -1,4 +1,9 @@
 import { parseArgs } from 'node:util'
+import {
+  openStageTarget,
+  type StageTarget,
+  type TargetChoice,
+} from '#ops/stage/stage-target-resolver.ts'
 import { keyValuesIn, maskingArguments, shownArgument } from '#shared/auth/key-value-mask.ts'
 import { isPlanName, PLAN_NAMES } from '#shared/config/plans-config.ts'
 import { confirmHeldRemovals, listHeldRemovals } from './held-removals-command.ts'
@@ -10,7 +15,6 @@ import {
   suspensionOf,
   todayCounts,
 } from './keys-support-commands.ts'
-import { openStageTarget, type StageTarget, type TargetChoice } from './stage-target-resolver.ts'
 
 /**
  * `npm run keys -- …`: the one way to manage keys, locally and on AWS. Key values go to stdout
