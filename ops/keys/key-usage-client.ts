@@ -5,7 +5,7 @@ import {
   type KeyUsageReader,
   type KeyUsageRequest,
 } from '#shared/rate-limit/key-usage-requests.ts'
-import { KeyAdminError } from './key-admin-service.ts'
+import { KeyAdminError } from './key-admin-error.ts'
 
 /**
  * Where the keys CLI reads the rate limiter's counts and suspensions (and lifts them): a deployed

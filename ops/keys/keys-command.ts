@@ -7,7 +7,7 @@ import {
 import { keyValuesIn, maskingArguments, shownArgument } from '#shared/auth/key-value-mask.ts'
 import { isPlanName, PLAN_NAMES } from '#shared/config/plans-config.ts'
 import { confirmHeldRemovals, listHeldRemovals } from './held-removals-command.ts'
-import { KeyAdminError, type PlanSelector } from './key-admin-service.ts'
+import { KeyAdminError } from './key-admin-error.ts'
 import {
   type Output,
   runSupportCommand,
@@ -15,6 +15,7 @@ import {
   suspensionOf,
   todayCounts,
 } from './keys-support-commands.ts'
+import type { PlanSelector } from './stage-plans.ts'
 
 /**
  * `npm run keys -- …`: the one way to manage keys, locally and on AWS. Key values go to stdout

@@ -1,7 +1,8 @@
 import type { StageTarget } from '#ops/stage/stage-target-resolver.ts'
 import type { KeyDayUsage } from '#shared/rate-limit/key-usage-repository.ts'
 import { SUSPENSION_RECHECK_MS } from '#shared/rate-limit/rate-limiter.ts'
-import { KeyAdminError, type KeyRow } from './key-admin-service.ts'
+import { KeyAdminError } from './key-admin-error.ts'
+import type { KeyRow } from './key-admin-service.ts'
 
 /**
  * What support runs for a customer (docs/operations.md, "Support runbook"): `keys show`, `keys

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util'
-import { type KeyAdmin, KeyAdminError } from '#ops/keys/key-admin-service.ts'
+import { KeyAdminError } from '#ops/keys/key-admin-error.ts'
+import type { KeyAdmin } from '#ops/keys/key-admin-service.ts'
 import type { CommandIo } from '#ops/keys/keys-command.ts'
 import {
   localServerOrigin,

@@ -3,7 +3,8 @@ import { CloudFormationClient } from '@aws-sdk/client-cloudformation'
 import { LambdaClient } from '@aws-sdk/client-lambda'
 import { TokenBucketPacer } from '#keys/call-pacer.ts'
 import type { HeldRemovals } from '#ops/keys/held-removals-command.ts'
-import { CLI_CALL_RATE, KeyAdmin, KeyAdminError } from '#ops/keys/key-admin-service.ts'
+import { KeyAdminError } from '#ops/keys/key-admin-error.ts'
+import { CLI_CALL_RATE, KeyAdmin } from '#ops/keys/key-admin-service.ts'
 import {
   deployedKeyUsage,
   type KeyUsageReader,

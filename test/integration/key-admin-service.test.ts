@@ -29,12 +29,9 @@ import {
   MANAGEMENT_API_PATH,
 } from '#local/control-plane/control-plane-handler.ts'
 import { ControlPlaneStore } from '#local/control-plane/control-plane-store.ts'
-import {
-  CLI_CALL_RATE,
-  KeyAdmin,
-  KeyAdminError,
-  type KeyAdminOptions,
-} from '#ops/keys/key-admin-service.ts'
+import { KeyAdminError } from '#ops/keys/key-admin-error.ts'
+import { CLI_CALL_RATE, KeyAdmin } from '#ops/keys/key-admin-service.ts'
+import type { KeyAdminOptions } from '#ops/keys/management-calls.ts'
 import { permissionPattern } from '#ops/keys/management-permissions-config.ts'
 import {
   AwsStageSync,
