@@ -13,24 +13,16 @@ import { type PlanLimits, type PlanName, planFromTags } from '#shared/config/pla
 import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { type CallPacer, unpaced } from './call-pacer.ts'
-
-/**
- * An API key's tag: the instant (ISO 8601) from which the key counts as disabled, so a rotated
- * key's overlap ends by itself, within a sync, with no one left to call UpdateApiKey. A value
- * that is not an instant counts as past: a typo never keeps a key alive longer than meant.
- */
-export const DISABLE_AFTER_TAG = 'petstore:disableAfter'
-
-/** Whether a key's disable-after tag, if any, has passed. */
-export const isPastDisableAfter = (
-  tags: Record<string, string | undefined> | undefined,
-  nowMs: number,
-): boolean => {
-  const value = tags?.[DISABLE_AFTER_TAG]
-  if (value === undefined) return false
-  const at = Date.parse(value)
-  return !Number.isFinite(at) || at <= nowMs
-}
+import {
+  isPastDisableAfter,
+  type ListedKey,
+  listedKeys,
+  mirrorEntries,
+  type PlanGrant,
+  type PlanVerdict,
+  planVerdicts,
+  readingOrder,
+} from './key-verdicts.ts'
 
 /**
  * Keys a plan lists but the key listing lacks are looked up one by one (GetApiKey): a key
@@ -125,15 +117,6 @@ export interface KeySourceSnapshot {
   /** Ids of the stage's plans and of the keys of the plans read, sorted (for scoping events). */
   stageIds: string[]
 }
-
-/** A key of the listing as the sync needs it: never its value, only the value's hash. */
-export interface ListedKey {
-  keyId: string
-  /** Whether it may be mirrored: enabled, not past its disable-after tag, with a value. */
-  usable: boolean
-  keyHash: string | undefined
-}
-
 /**
  * A read that contradicts itself: a usage plan of the stage lists keys that the key listing
  * lacks and that GetApiKey still finds, more than a race explains. Such a read must not decide
@@ -170,47 +153,7 @@ export interface ApiGatewayKeySourceOptions {
   clock?: Clock
 }
 
-/** What a valid plan grants its keys. */
-export interface PlanGrant {
-  plan: PlanName
-  limits: PlanLimits
-}
-
-/** A working key's mirror entry: the grant of the plan it is on. */
-export const mirrorEntry = (
-  keyHash: string,
-  keyId: string,
-  usagePlanId: string,
-  { plan, limits }: PlanGrant,
-): KeyMirrorEntry => ({
-  keyHash,
-  keyId,
-  enabled: true,
-  plan,
-  perMinute: limits.perMinute,
-  perDay: limits.perDay,
-  usagePlanId,
-})
-
-type PlanVerdict =
-  | { usagePlanId: string; plan: PlanName; limits: PlanLimits }
-  | { usagePlanId: string; refused: true }
-
 type Page<Item> = { items?: Item[]; position?: string }
-
-/**
- * The plans to read, in order: those named first, then the rotation from after the cursor to the
- * last plan (a rotation that reaches the end is done; the next one starts from the first).
- */
-const readingOrder = (
-  planIds: readonly string[],
-  first: ReadonlySet<string>,
-  cursor: string | undefined,
-): string[] => {
-  const rest = planIds.filter((id) => !first.has(id))
-  const after = cursor === undefined ? -1 : rest.findIndex((id) => id > cursor)
-  return [...planIds.filter((id) => first.has(id)), ...rest.slice(after < 0 ? 0 : after)]
-}
 
 /**
  * Reads the usage plans attached to one REST API stage, their keys and the key values, and
@@ -264,15 +207,7 @@ export class ApiGatewayKeySource implements KeySource {
     const keysById = new Map<string, ApiKey>()
     for (const key of apiKeys) if (key.id) keysById.set(key.id, key)
 
-    const verdicts = new Map<string, PlanVerdict>()
-    const refusedPlans: RefusedPlan[] = []
-    for (const plan of stagePlans) {
-      const tagged = planFromTags(plan.tags)
-      if ('error' in tagged) {
-        verdicts.set(plan.id, { usagePlanId: plan.id, refused: true })
-        refusedPlans.push({ usagePlanId: plan.id, reason: tagged.error })
-      } else verdicts.set(plan.id, { usagePlanId: plan.id, ...tagged })
-    }
+    const { verdicts, refusedPlans } = planVerdicts(stagePlans)
 
     // Plans named by id first; a key's id stands for the plans it is on (looked up when needed),
     // unless reading every plan costs fewer calls than the lookups.
@@ -292,39 +227,10 @@ export class ApiGatewayKeySource implements KeySource {
     const order = onlyNamedNow
       ? [...named].sort()
       : readingOrder([...verdicts.keys()], named, cursor)
-    const verdictOfKey = new Map<string, PlanVerdict>()
-    const plansRead: string[] = []
-    const failedPlans: RefusedPlan[] = []
-    let rotationCursor = cursor
-    let visited = 0
-    let checkedAt = this.#clock()
-    for (const planId of order) {
-      // The first plan is always read, so a run always makes progress.
-      if (visited > 0 && this.#pastDeadline(deadlineMs)) break
-      if (interrupted && this.#clock() - checkedAt >= 1_000) {
-        checkedAt = this.#clock()
-        if (await interrupted()) break
-      }
-      visited += 1
-      if (!named.has(planId)) rotationCursor = planId
-      if (!named.has(planId) && skipPlans?.has(planId)) continue
-      const verdict = verdicts.get(planId) as PlanVerdict
-      let planKeys: UsagePlanKey[]
-      try {
-        planKeys = await this.#collect<UsagePlanKey>('usage plan key', (position) =>
-          this.#client.send(new GetUsagePlanKeysCommand({ usagePlanId: planId, position, limit })),
-        )
-      } catch (error) {
-        // One plan's fault stays with it: its keys stay as they are, the others are read.
-        failedPlans.push({ usagePlanId: planId, reason: (error as Error).name ?? 'Error' })
-        continue
-      }
-      plansRead.push(planId)
-      for (const { id, type } of planKeys) {
-        if (!id || (type !== undefined && type !== 'API_KEY') || verdictOfKey.has(id)) continue
-        verdictOfKey.set(id, verdict)
-      }
-    }
+    const { verdictOfKey, plansRead, failedPlans, rotationCursor, visited } = await this.#readPlans(
+      order,
+      { named, verdicts, cursor, deadlineMs, skipPlans, interrupted },
+    )
 
     const unresolved = await this.#resolveMissing(verdictOfKey, keysById, deadlineMs)
     // A plan whose unlisted keys the run had no time to look up counts as unread.
@@ -336,37 +242,8 @@ export class ApiGatewayKeySource implements KeySource {
       }
     }
 
-    const nowMs = this.#clock()
-    const listed = new Map<string, ListedKey>()
-    for (const key of keysById.values()) {
-      const usable =
-        key.enabled === true && !isPastDisableAfter(key.tags, nowMs) && Boolean(key.value)
-      listed.set(key.id as string, {
-        keyId: key.id as string,
-        usable,
-        keyHash: key.value ? hashApiKey(key.value) : undefined,
-      })
-    }
-
-    const entries: KeyMirrorEntry[] = []
-    const seenHashes = new Set<string>()
-    const refusedKeyIds: string[] = []
-    let disabledKeys = 0
-    for (const [keyId, verdict] of [...verdictOfKey].sort(([a], [b]) => a.localeCompare(b))) {
-      if ('refused' in verdict) {
-        refusedKeyIds.push(keyId)
-        continue
-      }
-      const key = listed.get(keyId)
-      if (!key?.usable || key.keyHash === undefined) {
-        disabledKeys += 1
-        continue
-      }
-      // Values are unique in API Gateway; if not, the first key id keeps the hash.
-      if (seenHashes.has(key.keyHash)) continue
-      seenHashes.add(key.keyHash)
-      entries.push(mirrorEntry(key.keyHash, keyId, verdict.usagePlanId, verdict))
-    }
+    const listed = listedKeys(keysById, this.#clock())
+    const { entries, refusedKeyIds, disabledKeys } = mirrorEntries(verdictOfKey, listed)
 
     const read = new Set(plansRead)
     // A named id is read when its plan is, or every plan of its key; an id that is neither a
@@ -412,6 +289,61 @@ export class ApiGatewayKeySource implements KeySource {
       managementCalls: this.#calls - callsBefore,
       stageIds: [...verdicts.keys(), ...verdictOfKey.keys()].sort(),
     }
+  }
+
+  /**
+   * The keys of each plan in `order`, until the deadline or an interruption: named plans first,
+   * the rotation's cursor moved past each plan of the rotation read (or skipped while it backs off).
+   */
+  async #readPlans(
+    order: readonly string[],
+    {
+      named,
+      verdicts,
+      cursor,
+      deadlineMs,
+      skipPlans,
+      interrupted,
+    }: Pick<ReadOptions, 'cursor' | 'deadlineMs' | 'skipPlans' | 'interrupted'> & {
+      named: ReadonlySet<string>
+      verdicts: ReadonlyMap<string, PlanVerdict>
+    },
+  ) {
+    const limit = this.#pageSize
+    const verdictOfKey = new Map<string, PlanVerdict>()
+    const plansRead: string[] = []
+    const failedPlans: RefusedPlan[] = []
+    let rotationCursor = cursor
+    let visited = 0
+    let checkedAt = this.#clock()
+    for (const planId of order) {
+      // The first plan is always read, so a run always makes progress.
+      if (visited > 0 && this.#pastDeadline(deadlineMs)) break
+      if (interrupted && this.#clock() - checkedAt >= 1_000) {
+        checkedAt = this.#clock()
+        if (await interrupted()) break
+      }
+      visited += 1
+      if (!named.has(planId)) rotationCursor = planId
+      if (!named.has(planId) && skipPlans?.has(planId)) continue
+      const verdict = verdicts.get(planId) as PlanVerdict
+      let planKeys: UsagePlanKey[]
+      try {
+        planKeys = await this.#collect<UsagePlanKey>('usage plan key', (position) =>
+          this.#client.send(new GetUsagePlanKeysCommand({ usagePlanId: planId, position, limit })),
+        )
+      } catch (error) {
+        // One plan's fault stays with it: its keys stay as they are, the others are read.
+        failedPlans.push({ usagePlanId: planId, reason: (error as Error).name ?? 'Error' })
+        continue
+      }
+      plansRead.push(planId)
+      for (const { id, type } of planKeys) {
+        if (!id || (type !== undefined && type !== 'API_KEY') || verdictOfKey.has(id)) continue
+        verdictOfKey.set(id, verdict)
+      }
+    }
+    return { verdictOfKey, plansRead, failedPlans, rotationCursor, visited }
   }
 
   /** The valid stage plans a key is on now: one call (GetUsagePlans filtered by keyId). */

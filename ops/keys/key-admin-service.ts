@@ -7,7 +7,7 @@ import {
   GetUsagePlanKeysCommand,
   UpdateApiKeyCommand,
 } from '@aws-sdk/client-api-gateway'
-import { DISABLE_AFTER_TAG, isPastDisableAfter } from '#keys/api-gateway-key-source.ts'
+import { DISABLE_AFTER_TAG, isPastDisableAfter } from '#keys/key-verdicts.ts'
 import { PAGE_SIZE } from '#keys/management-listing.ts'
 import { stageTags } from '#keys/usage-plans-config.ts'
 import { PLAN_TAGS, type PlanLimits } from '#shared/config/plans-config.ts'

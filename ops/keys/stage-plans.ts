@@ -55,13 +55,13 @@ export const ceilingWarnings = ({
     : []),
 ]
 
-export const onStage = (calls: ManagementCalls, plan: UsagePlan): boolean => {
+const onStage = (calls: ManagementCalls, plan: UsagePlan): boolean => {
   return (plan.apiStages ?? []).some(
     (stage) => stage.apiId === calls.outputs.restApiId && stage.stage === calls.outputs.stageName,
   )
 }
 
-export const labelOf = (
+const labelOf = (
   calls: ManagementCalls,
   plan: UsagePlan & { id: string },
 ): { label: string; customer: string | undefined } => {

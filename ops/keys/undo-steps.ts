@@ -5,7 +5,7 @@ import {
   TagResourceCommand,
   UntagResourceCommand,
 } from '@aws-sdk/client-api-gateway'
-import { DISABLE_AFTER_TAG } from '#keys/api-gateway-key-source.ts'
+import { DISABLE_AFTER_TAG } from '#keys/key-verdicts.ts'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
 import { causeOf, Interrupted, KeyAdminError } from './key-admin-error.ts'
 import type { ManagementCalls } from './management-calls.ts'

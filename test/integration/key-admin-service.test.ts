@@ -13,13 +13,10 @@ import {
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
 import { mockClient } from 'aws-sdk-client-mock'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import {
-  ApiGatewayKeySource,
-  DISABLE_AFTER_TAG,
-  InconsistentKeyReadError,
-} from '#keys/api-gateway-key-source.ts'
+import { ApiGatewayKeySource, InconsistentKeyReadError } from '#keys/api-gateway-key-source.ts'
 import { TokenBucketPacer } from '#keys/call-pacer.ts'
 import { type KeySyncResult, NOTHING_DONE } from '#keys/key-sync-contract.ts'
+import { DISABLE_AFTER_TAG } from '#keys/key-verdicts.ts'
 import {
   bootstrapControlPlane,
   localOutputs,
