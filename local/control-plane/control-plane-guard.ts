@@ -3,8 +3,8 @@ import {
   CONTROL_SECRET_FILE,
   CONTROL_SECRET_VARIABLE,
 } from '#shared/config/local-control-config.ts'
+import { ControlPlaneError } from './control-plane-error.ts'
 import { carriesControlSecret } from './control-plane-secret.ts'
-import { ControlPlaneError } from './control-plane-store.ts'
 
 /**
  * Who may drive the local control plane: the project's own tools, not a web page and not whoever

@@ -3,7 +3,7 @@ import {
   answerKeyUsageRequest,
   keyUsageRequestSchema,
 } from '#shared/rate-limit/key-usage-requests.ts'
-import { ControlPlaneError } from './control-plane-store.ts'
+import { ControlPlaneError } from './control-plane-error.ts'
 
 /**
  * The local control plane's `POST /_local/key-usage`: one request of the keys CLI (show, lift,

@@ -7,6 +7,7 @@ import { LocalConfigError } from '#local/local-config.ts'
 import { shownArgument } from '#shared/auth/key-value-mask.ts'
 import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import type { Clock } from '#shared/time/clock.ts'
+import { ControlPlaneError } from './control-plane-error.ts'
 import { parseJsonFile } from './json-error-locator.ts'
 
 /**
@@ -67,25 +68,6 @@ export type StoredApiKey = z.infer<typeof ApiKeySchema>
 export type StoredUsagePlan = z.infer<typeof UsagePlanSchema>
 export type ApiStage = StoredUsagePlan['apiStages'][number]
 type State = z.infer<typeof StateSchema>
-
-/** What the management API answers for a refused call: its status and exception name. */
-export class ControlPlaneError extends Error {
-  override name = 'ControlPlaneError'
-  constructor(
-    readonly status: number,
-    readonly type:
-      | 'AccessDeniedException'
-      | 'BadRequestException'
-      | 'ConflictException'
-      | 'LimitExceededException'
-      | 'NotFoundException'
-      | 'UnauthorizedException'
-      | 'UnsupportedMediaTypeException',
-    message: string,
-  ) {
-    super(message)
-  }
-}
 
 /**
  * A control-plane file that cannot be used: named with the place it goes wrong (line and column,
