@@ -28,10 +28,10 @@ import {
 } from '#local/control-plane/local-key-sync-runner.ts'
 import { withApiReference } from '#local/gateway/api-reference-route.ts'
 import { AuthorizerCache } from '#local/gateway/authorizer-cache.ts'
+import { refuseTunnel } from '#local/gateway/gateway-http.ts'
 import {
   createLocalGateway,
   type ProxyHandler,
-  refuseTunnel,
   type TokenAuthorizer,
 } from '#local/gateway/local-gateway.ts'
 import { noteKeyId, type RequestLogWriter, withRequestLog } from '#local/gateway/request-log.ts'
