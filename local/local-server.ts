@@ -1,5 +1,5 @@
 import { mkdir } from 'node:fs/promises'
-import { createServer, type Server } from 'node:http'
+import { createServer, type RequestListener, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import type { Duplex } from 'node:stream'
@@ -47,6 +47,7 @@ import {
   petTableDefinition,
   rateLimitTableDefinition,
 } from '#shared/data/table-keys.ts'
+import type { AppLogger } from '#shared/observability/logger.ts'
 import { KeyUsageRepository } from '#shared/rate-limit/key-usage-repository.ts'
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
 import { type DataDirLock, lockDataDir } from './data-dir-lock.ts'
@@ -209,6 +210,122 @@ export const startLocal = async (
   }
 }
 
+/** The functions' environment, and the tables they use (created when missing). */
+const prepareDatastore = async (
+  config: LocalConfig,
+  {
+    endpoint,
+    embedded,
+    keyMirrorTable,
+  }: { endpoint: string; embedded: boolean; keyMirrorTable: string },
+) => {
+  Object.assign(
+    process.env,
+    localFunctionEnvironment({
+      endpoint,
+      embedded,
+      keyMirrorTable,
+      cursorSecret: await localCursorSecret(config.dataDir),
+      ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
+    }),
+  )
+
+  const admin = new DynamoDBClient({ endpoint })
+  await ensureTable(admin, petTableDefinition(LOCAL_TABLES.pets))
+  await ensureTable(admin, rateLimitTableDefinition(LOCAL_TABLES.rateLimits))
+  await ensureTable(admin, idempotencyTableDefinition(LOCAL_TABLES.idempotency))
+  await ensureTable(admin, keyMirrorTableDefinition(keyMirrorTable))
+  admin.destroy()
+}
+
+/** The HTTP server the gateway and the control plane share, set as API Gateway behaves. */
+const httpServerFor = (listener: RequestListener): Server => {
+  const server = createServer(
+    // Node answers an HTTP/1.1 request without Host with a bare 400. The gateway hands the
+    // functions its own Host whatever the client sent, so such a request is served as any other.
+    { maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false },
+    listener,
+  )
+  // The gateway decides when to ask for a body (after routing and authentication), and serves
+  // requests with an Expect it does not know as if it were absent (Node: a bare 417).
+  server.on('checkContinue', listener)
+  server.on('checkExpectation', listener)
+  server.on('connect', refuseTunnel)
+  server.on('clientError', answerClientError)
+  server.keepAliveTimeout = 5_000
+  // A client may take as long as API Gateway's integration timeout (29 s) to send its request.
+  server.requestTimeout = 30_000
+  return server
+}
+
+/**
+ * Stop accepting, let in-flight requests finish. A keep-alive connection whose last response
+ * ends after close() would otherwise stay open until keepAliveTimeout (5 s): close connections as
+ * soon as they fall idle. A client still sending its body (or never finishing it) is cut off after
+ * a grace period, so shutdown always ends within SHUTDOWN_GRACE_MS plus the datastore's close.
+ */
+const closeServer = async (server: Server) => {
+  const sweep = setInterval(() => server.closeIdleConnections(), 20)
+  const cutOff = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS)
+  await new Promise<void>((resolveClose) => {
+    server.close(() => resolveClose())
+    server.closeIdleConnections()
+  }).finally(() => {
+    clearInterval(sweep)
+    clearTimeout(cutOff)
+  })
+}
+
+/** The control plane on the local store, its key sync and the mirror the authorizer reads. */
+const controlPlaneFor = ({
+  store,
+  authorizerCache,
+  usagePlanThrottle,
+  documentClient,
+  keyMirrorTable,
+  logger,
+  clock,
+  controlSecret,
+  keySync,
+  baseUrl,
+}: {
+  store: ControlPlaneStore
+  authorizerCache: AuthorizerCache
+  usagePlanThrottle: UsagePlanThrottle
+  documentClient: ReturnType<typeof createDocumentClient>
+  keyMirrorTable: string
+  logger: AppLogger
+  clock: Clock
+  controlSecret: string
+  keySync: () => LocalKeySync | undefined
+  baseUrl: () => string
+}) => {
+  const mirror = new KeyMirrorRepository({
+    client: documentClient,
+    tableName: keyMirrorTable,
+    logger,
+  })
+  return createControlPlaneHandler({
+    store,
+    flushAuthorizerCache: () => authorizerCache.clear(),
+    usedToday: (value) => usagePlanThrottle.usedToday(secretDigest(value)),
+    runKeySync: () =>
+      keySync()?.run() ?? Promise.reject(new Error('The key sync has not started yet')),
+    mirrorItem: (keyHash) => mirror.get(keyHash),
+    keyUsage: keyUsageEndpoint(
+      new KeyUsageRepository({
+        client: documentClient,
+        tableName: LOCAL_TABLES.rateLimits,
+        clock,
+      }),
+    ),
+    outputs: () => localOutputs(store, baseUrl()),
+    clock,
+    secret: controlSecret,
+    onError: (message, error) => logger.error(message, { error }),
+  })
+}
+
 const startOn = async (
   config: LocalConfig,
   options: StartLocalOptions,
@@ -223,23 +340,7 @@ const startOn = async (
   if (!config.dynamoEndpoint) embedded = await startEmbeddedDynamo(config.dataDir)
   const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
   const keyMirrorTable = localKeyMirrorTable(config.dataDir, embedded !== undefined)
-  Object.assign(
-    process.env,
-    localFunctionEnvironment({
-      endpoint,
-      embedded: embedded !== undefined,
-      keyMirrorTable,
-      cursorSecret: await localCursorSecret(config.dataDir),
-      ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
-    }),
-  )
-
-  const admin = new DynamoDBClient({ endpoint })
-  await ensureTable(admin, petTableDefinition(LOCAL_TABLES.pets))
-  await ensureTable(admin, rateLimitTableDefinition(LOCAL_TABLES.rateLimits))
-  await ensureTable(admin, idempotencyTableDefinition(LOCAL_TABLES.idempotency))
-  await ensureTable(admin, keyMirrorTableDefinition(keyMirrorTable))
-  admin.destroy()
+  await prepareDatastore(config, { endpoint, embedded: embedded !== undefined, keyMirrorTable })
 
   serversStarted += 1
   const { handlers, authorizer } = await loadHandlers(serversStarted)
@@ -267,32 +368,20 @@ const startOn = async (
     onAuthorized: noteKeyId,
     baseHost: () => baseHost,
   })
-  // The key sync's and the control plane's view of the mirror the authorizer reads.
+  // The key sync's view of the mirror the authorizer reads, and the control plane's.
   const documentClient = createDocumentClient(dynamoConfigFromEnv(process.env))
-  const mirror = new KeyMirrorRepository({
-    client: documentClient,
-    tableName: keyMirrorTable,
-    logger,
-  })
   let keySync: LocalKeySync | undefined
-  const controlPlane = createControlPlaneHandler({
+  const controlPlane = controlPlaneFor({
     store,
-    flushAuthorizerCache: () => authorizerCache.clear(),
-    usedToday: (value) => usagePlanThrottle.usedToday(secretDigest(value)),
-    runKeySync: () =>
-      keySync ? keySync.run() : Promise.reject(new Error('The key sync has not started yet')),
-    mirrorItem: (keyHash) => mirror.get(keyHash),
-    keyUsage: keyUsageEndpoint(
-      new KeyUsageRepository({
-        client: documentClient,
-        tableName: LOCAL_TABLES.rateLimits,
-        clock,
-      }),
-    ),
-    outputs: () => localOutputs(store, `http://${baseHost}${API_VERSION_PATH}`),
+    authorizerCache,
+    usagePlanThrottle,
+    documentClient,
+    keyMirrorTable,
+    logger,
     clock,
-    secret: controlSecret,
-    onError: (message, error) => logger.error(message, { error }),
+    controlSecret,
+    keySync: () => keySync,
+    baseUrl: () => `http://${baseHost}${API_VERSION_PATH}`,
   })
   const served = withApiReference(withControlPaths(controlPlane, gateway), (message, error) =>
     logger.error(message, { error }),
@@ -300,21 +389,7 @@ const startOn = async (
   const listener = options.requestLog
     ? withRequestLog(served, options.requestLog, options.clock)
     : served
-  const server = createServer(
-    // Node answers an HTTP/1.1 request without Host with a bare 400. The gateway hands the
-    // functions its own Host whatever the client sent, so such a request is served as any other.
-    { maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false },
-    listener,
-  )
-  // The gateway decides when to ask for a body (after routing and authentication), and serves
-  // requests with an Expect it does not know as if it were absent (Node: a bare 417).
-  server.on('checkContinue', listener)
-  server.on('checkExpectation', listener)
-  server.on('connect', refuseTunnel)
-  server.on('clientError', answerClientError)
-  server.keepAliveTimeout = 5_000
-  // A client may take as long as API Gateway's integration timeout (29 s) to send its request.
-  server.requestTimeout = 30_000
+  const server = httpServerFor(listener)
   let address: AddressInfo
   try {
     address = await listen(server, config)
@@ -333,20 +408,7 @@ const startOn = async (
 
   const stop = async () => {
     await keySync?.stop()
-    // Stop accepting, let in-flight requests finish, then close the datastore (flushes LevelDB).
-    // A keep-alive connection whose last response ends after close() would otherwise stay open
-    // until keepAliveTimeout (5 s): close connections as soon as they fall idle.
-    // A client still sending its body (or never finishing it) is cut off after a grace period,
-    // so shutdown always ends within SHUTDOWN_GRACE_MS plus the datastore's close.
-    const sweep = setInterval(() => server.closeIdleConnections(), 20)
-    const cutOff = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS)
-    await new Promise<void>((resolveClose) => {
-      server.close(() => resolveClose())
-      server.closeIdleConnections()
-    }).finally(() => {
-      clearInterval(sweep)
-      clearTimeout(cutOff)
-    })
+    await closeServer(server)
     documentClient.destroy()
     await embedded?.close()
     await lock?.release()

@@ -75,22 +75,14 @@ const lambdaContext = (): Context => ({
   succeed: () => undefined,
 })
 
-export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<LocalKeySync> => {
-  const client = new APIGatewayClient({
-    endpoint: options.endpoint,
-    region: 'us-east-1',
-    credentials: options.credentials,
-    maxAttempts: 2,
-  })
+/** The key-sync function's handler, on the local control plane and the local mirror. */
+const localKeySyncHandler = (
+  options: LocalKeySyncOptions,
+  client: APIGatewayClient,
+  state: KeySyncStateRepository,
+) => {
   const { apiId, stage } = LOCAL_API_STAGE
-  const state = new KeySyncStateRepository({
-    client: options.documentClient,
-    tableName: options.tableName,
-  })
-  // This process owns the data directory (LevelDB locks it): a lease left by a killed server is
-  // held by no one, and would otherwise keep keys out of the mirror for its 90 s.
-  await state.breakLease()
-  const handler = keySyncHandler({
+  return keySyncHandler({
     source: new ApiGatewayKeySource({ client, restApiId: apiId, stage, clock: options.clock }),
     mirror: new KeyMirrorRepository({
       client: options.documentClient,
@@ -106,6 +98,38 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
       throw new Error('There is no CloudFormation locally')
     },
   })
+}
+
+/** The event a run is invoked with, naming the ids it reads first, as on AWS. */
+const localEvent = (trigger: string, ids: readonly string[], nowMs: number) =>
+  ({
+    version: '0',
+    id: randomUUID(),
+    'detail-type': trigger,
+    source: 'petstore.local',
+    account: '000000000000',
+    time: new Date(nowMs).toISOString(),
+    region: 'local',
+    resources: [],
+    detail: ids.length > 0 ? { ids } : {},
+  }) satisfies EventBridgeEvent<string, unknown>
+
+export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<LocalKeySync> => {
+  const client = new APIGatewayClient({
+    endpoint: options.endpoint,
+    region: 'us-east-1',
+    credentials: options.credentials,
+    maxAttempts: 2,
+  })
+  const { apiId, stage } = LOCAL_API_STAGE
+  const state = new KeySyncStateRepository({
+    client: options.documentClient,
+    tableName: options.tableName,
+  })
+  // This process owns the data directory (LevelDB locks it): a lease left by a killed server is
+  // held by no one, and would otherwise keep keys out of the mirror for its 90 s.
+  await state.breakLease()
+  const handler = localKeySyncHandler(options, client, state)
   // Ids the control plane's changes named that no run has taken yet. Each run takes them as it
   // starts and names them in its event, as a CloudTrail event or the keys CLI names its ids on
   // AWS, so the run reads their plans first wherever the rotation stands.
@@ -116,20 +140,7 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
     return ids
   }
   const invoke = (trigger: string, ids: readonly string[]) =>
-    handler(
-      {
-        version: '0',
-        id: randomUUID(),
-        'detail-type': trigger,
-        source: 'petstore.local',
-        account: '000000000000',
-        time: new Date(options.clock()).toISOString(),
-        region: 'local',
-        resources: [],
-        detail: ids.length > 0 ? { ids } : {},
-      } satisfies EventBridgeEvent<string, unknown>,
-      lambdaContext(),
-    )
+    handler(localEvent(trigger, ids, options.clock()), lambdaContext())
 
   // One run at a time (the handler's lease would skip a second one): a run asked for while one
   // is in progress waits for it, and all such asks share the next run.
