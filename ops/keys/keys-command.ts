@@ -206,6 +206,53 @@ const listCommand = async (target: StageTarget, out: Output): Promise<void> => {
   if (unavailable !== undefined) out.say(`TODAY is empty: ${unavailable}`)
 }
 
+/** `keys plan list` and `keys plan create --customer <name>`. */
+const planCommand = async (
+  { admin, stage }: StageTarget,
+  args: string[],
+  values: Record<string, string | boolean | undefined>,
+  io: CommandIo,
+): Promise<void> => {
+  const json = values.json === true
+  const str = (name: string) => values[name] as string | undefined
+  const [sub] = args
+  if (sub === 'list') {
+    const plans = await admin.listPlans()
+    if (json) return io.stdout(`${JSON.stringify(plans, null, 2)}\n`)
+    io.stdout(
+      `${table([
+        ['ID', 'NAME', 'PLAN', 'PER MINUTE', 'PER DAY', 'KEYS'],
+        ...plans.map((plan) => [
+          plan.id,
+          plan.name,
+          plan.label,
+          'error' in plan.grant
+            ? `refused: ${plan.grant.error}`
+            : String(plan.grant.limits.perMinute),
+          'error' in plan.grant ? '' : String(plan.grant.limits.perDay),
+          String(plan.keys),
+        ]),
+      ])}\n`,
+    )
+    return
+  }
+  if (sub === 'create') {
+    const customer = str('customer')
+    if (!customer) throw new UsageError('plan create needs --customer')
+    const plan = await admin.createCustomerPlan({
+      customer,
+      perMinute: positiveInteger('per-minute', str('per-minute')),
+      perDay: positiveInteger('per-day', str('per-day')),
+    })
+    io.stdout(json ? `${JSON.stringify(plan, null, 2)}\n` : `${plan.id}\n`)
+    io.stderr(
+      `created usage plan ${plan.id} (${plan.name}) on stage ${stage}; its keys: ${admin.keysCommand} create --customer ${customer} --name <name>\n`,
+    )
+    return
+  }
+  throw new UsageError('plan needs list or create')
+}
+
 const run = async (
   target: StageTarget,
   command: string,
@@ -307,44 +354,8 @@ const run = async (
     case 'held':
     case 'confirm':
       return runHeldCommand(target, command, args, io)
-    case 'plan': {
-      const [sub] = args
-      if (sub === 'list') {
-        const plans = await admin.listPlans()
-        if (json) return emit(plans)
-        io.stdout(
-          `${table([
-            ['ID', 'NAME', 'PLAN', 'PER MINUTE', 'PER DAY', 'KEYS'],
-            ...plans.map((plan) => [
-              plan.id,
-              plan.name,
-              plan.label,
-              'error' in plan.grant
-                ? `refused: ${plan.grant.error}`
-                : String(plan.grant.limits.perMinute),
-              'error' in plan.grant ? '' : String(plan.grant.limits.perDay),
-              String(plan.keys),
-            ]),
-          ])}\n`,
-        )
-        return
-      }
-      if (sub === 'create') {
-        const customer = str('customer')
-        if (!customer) throw new UsageError('plan create needs --customer')
-        const plan = await admin.createCustomerPlan({
-          customer,
-          perMinute: positiveInteger('per-minute', str('per-minute')),
-          perDay: positiveInteger('per-day', str('per-day')),
-        })
-        io.stdout(json ? `${JSON.stringify(plan, null, 2)}\n` : `${plan.id}\n`)
-        say(
-          `created usage plan ${plan.id} (${plan.name}) on stage ${stage}; its keys: ${admin.keysCommand} create --customer ${customer} --name <name>`,
-        )
-        return
-      }
-      throw new UsageError('plan needs list or create')
-    }
+    case 'plan':
+      return planCommand(target, args, values, io)
     default:
       throw unknownCommand(command)
   }
