@@ -3,8 +3,8 @@ import type { EventEmitter } from 'node:events'
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { APIGatewayProxyResult } from 'aws-lambda'
-import { GATEWAY_RESPONSES } from '#shared/config/gateway-responses-config.ts'
 import { HttpError } from '#shared/errors/http-error.ts'
+import { GATEWAY_RESPONSES } from '#shared/http/gateway-responses-config.ts'
 import { errorResponse, type HttpResponse } from '#shared/http/http-response.ts'
 
 /* The gateway's HTTP: the request target, the body read within API Gateway's limit, answers. */

@@ -16,11 +16,11 @@ import type {
 } from 'aws-lambda'
 import { BEARER_TOKEN_VALIDATION_PATTERN, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
-import { GATEWAY_RESPONSES } from '#shared/config/gateway-responses-config.ts'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
 import { API_VERSION_PATH, ROUTES, type Route } from '#shared/config/routes-config.ts'
 import { HttpError, retryAfterHeaders, validationFailed } from '#shared/errors/http-error.ts'
 import { corsHeaders, preflightHeaders } from '#shared/http/cors-headers.ts'
+import { GATEWAY_RESPONSES } from '#shared/http/gateway-responses-config.ts'
 import { errorResponse, type HttpResponse } from '#shared/http/http-response.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import {

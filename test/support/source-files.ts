@@ -72,18 +72,19 @@ const specifiers = (ast: ts.SourceFile): string[] => {
 
 /**
  * The rooms a file imports from: `#room/…` aliases (package.json "imports") and relative paths,
- * resolved to the top folder they land in. Packages are not rooms.
+ * resolved to the file they name (`target`, from the repository root) and the top folder it is
+ * in. Packages are not rooms.
  */
-export const roomsImported = (file: SourceFile): { room: string; specifier: string }[] =>
+export const roomsImported = (
+  file: SourceFile,
+): { room: string; target: string; specifier: string }[] =>
   specifiers(file.ast).flatMap((specifier) => {
-    if (specifier.startsWith('#')) {
-      return [{ room: specifier.slice(1).split('/')[0] as string, specifier }]
-    }
-    if (specifier.startsWith('.')) {
-      const target = relative(REPO_ROOT, resolve(REPO_ROOT, dirname(file.path), specifier))
-      return [{ room: target.split('/')[0] as string, specifier }]
-    }
-    return []
+    const target = specifier.startsWith('#')
+      ? specifier.slice(1)
+      : specifier.startsWith('.')
+        ? relative(REPO_ROOT, resolve(REPO_ROOT, dirname(file.path), specifier))
+        : undefined
+    return target === undefined ? [] : [{ room: target.split('/')[0] as string, target, specifier }]
   })
 
 /** A function-like node with a body: its name as a reader would look for it, and its lines. */

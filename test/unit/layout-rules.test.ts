@@ -53,6 +53,28 @@ describe('the layout', () => {
     expect(layoutTable()).toEqual(sorted)
   })
 
+  it('keeps the folders of shared/ free of loops: no folder imports one that imports it back', () => {
+    const edges = new Map<string, Set<string>>()
+    for (const file of files.filter(({ room }) => room === 'shared')) {
+      const from = file.path.split('/')[1] as string
+      for (const { target } of roomsImported(file)) {
+        const [room, to] = target.split('/')
+        if (room === 'shared' && to !== undefined && to !== from && !to.endsWith('.ts')) {
+          edges.set(from, (edges.get(from) ?? new Set()).add(to))
+        }
+      }
+    }
+    const loops: string[] = []
+    const walk = (path: string[]) => {
+      for (const next of edges.get(path.at(-1) as string) ?? []) {
+        if (next === path[0]) loops.push([...path, next].join(' -> '))
+        else if (!path.includes(next) && next > (path[0] as string)) walk([...path, next])
+      }
+    }
+    for (const folder of edges.keys()) walk([folder])
+    expect(loops).toEqual([])
+  })
+
   it('keeps every import within what its room may import', () => {
     const crossings = files.flatMap((file) =>
       roomsImported(file)

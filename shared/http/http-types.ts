@@ -5,7 +5,7 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from 'aws-lambda'
-import type { HttpResponse } from '#shared/http/http-response.ts'
+import type { HttpResponse } from './http-response.ts'
 
 /** A REST (payload v1) proxy event, plus what the request middlewares derive from it. */
 export type ApiEvent<TInput = unknown> = APIGatewayProxyEvent & {

@@ -1,5 +1,5 @@
 import * as z from 'zod/mini'
-import { ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
+import { ERROR_STATUS, type ErrorCode } from './error-codes.ts'
 
 const ERROR_CODES = Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]
 
