@@ -9,12 +9,11 @@ import {
   type UsagePlanKey,
 } from '@aws-sdk/client-api-gateway'
 import { PAGE_SIZE, readWholeListing } from '#keys/management-listing.ts'
-import { type PlanLimits, type PlanName, planFromTags } from '#shared/config/plans-config.ts'
-import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
+import { planFromTags } from '#shared/config/plans-config.ts'
+import type { KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { type CallPacer, unpaced } from './call-pacer.ts'
 import {
-  isPastDisableAfter,
   type ListedKey,
   listedKeys,
   mirrorEntries,

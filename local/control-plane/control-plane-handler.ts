@@ -1,20 +1,12 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
-import { shownArgument } from '#shared/auth/key-value-mask.ts'
 import { LOCAL_CONTROL_PREFIX, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
-import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import { ControlPlaneError } from './control-plane-error.ts'
 import { controlPlaneRefusal } from './control-plane-guard.ts'
 import { badRequest } from './control-plane-json.ts'
 import { managementApi } from './control-plane-routes.ts'
-import {
-  type ControlPlaneStore,
-  LOCAL_API_STAGE,
-  type PatchOperation,
-  type StoredApiKey,
-  type StoredUsagePlan,
-} from './control-plane-store.ts'
+import type { ControlPlaneStore } from './control-plane-store.ts'
 
 /**
  * The local server's control paths, beside the API under `/v1` and never reachable from another
@@ -116,7 +108,6 @@ const sendError = (res: ServerResponse, error: ControlPlaneError) =>
 
 export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): RequestListener => {
   const managementCalls = managementApi(options)
-  const { store } = options
 
   const local = async (
     method: string,

@@ -1,4 +1,3 @@
-import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { shownArgument } from '#shared/auth/key-value-mask.ts'
 import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import { ControlPlaneError } from './control-plane-error.ts'

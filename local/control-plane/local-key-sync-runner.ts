@@ -121,7 +121,6 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
     credentials: options.credentials,
     maxAttempts: 2,
   })
-  const { apiId, stage } = LOCAL_API_STAGE
   const state = new KeySyncStateRepository({
     client: options.documentClient,
     tableName: options.tableName,

@@ -1,12 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { EventEmitter } from 'node:events'
-import {
-  type IncomingMessage,
-  type RequestListener,
-  type ServerResponse,
-  STATUS_CODES,
-} from 'node:http'
-import type { Duplex } from 'node:stream'
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import type {
   APIGatewayAuthorizerResult,
   APIGatewayProxyEvent,
@@ -17,11 +10,10 @@ import type {
 import { BEARER_TOKEN_VALIDATION_PATTERN, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
-import { API_VERSION_PATH, ROUTES, type Route } from '#shared/config/routes-config.ts'
+import type { Route } from '#shared/config/routes-config.ts'
 import { HttpError, retryAfterHeaders, validationFailed } from '#shared/errors/http-error.ts'
 import { corsHeaders, preflightHeaders } from '#shared/http/cors-headers.ts'
-import { GATEWAY_RESPONSES } from '#shared/http/gateway-responses-config.ts'
-import { errorResponse, type HttpResponse } from '#shared/http/http-response.ts'
+import { errorResponse } from '#shared/http/http-response.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import {
   type Authorization,
