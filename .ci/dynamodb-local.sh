@@ -6,17 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-work="$(mktemp -d)"
-pid=""
-cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=.ci/lib.sh
+source .ci/lib.sh
 
 (cd "$work" && npm pack amplify-dynamodb-simulator --silent >/dev/null && tar xzf ./*.tgz)
 emulator="$work/package/emulator"
-port="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+port="$(free_port)"
 
 echo "DynamoDB Local: $(java -version 2>&1 | head -1), port $port"
 java -Djava.library.path="$emulator/DynamoDBLocal_lib" -jar "$emulator/DynamoDBLocal.jar" \
@@ -24,11 +19,7 @@ java -Djava.library.path="$emulator/DynamoDBLocal_lib" -jar "$emulator/DynamoDBL
 pid=$!
 
 # Ready when it answers an HTTP request (any status).
-for _ in $(seq 1 100); do
-  if curl -s -o /dev/null "http://127.0.0.1:$port"; then break; fi
-  if ! kill -0 "$pid" 2>/dev/null; then cat "$work/dynamodb-local.log"; exit 1; fi
-  sleep 0.2
-done
+wait_until_answers "http://127.0.0.1:$port" "$work/dynamodb-local.log"
 
 # One file at a time: DynamoDB Local is one JVM on a 2-core machine; parallel suites make it slow
 # enough for the SDK time limits to answer 503s that no test expects. The fuzz and load suites run

@@ -10,15 +10,10 @@ cd "$(dirname "$0")/.."
 export PATH="$PATH:$HOME/.pyenv/shims"
 command -v moto_server >/dev/null || { echo "moto_server is required (pip install 'moto[server]')"; exit 1; }
 
-work="$(mktemp -d)"
-pid=""
-cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=.ci/lib.sh
+source .ci/lib.sh
 
-port="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+port="$(free_port)"
 moto_server -H 127.0.0.1 -p "$port" >"$work/moto.log" 2>&1 &
 pid=$!
 echo "moto: $(python3 -c 'import moto; print(moto.__version__)' 2>/dev/null || echo '?'), port $port"
@@ -27,11 +22,7 @@ echo "moto: $(python3 -c 'import moto; print(moto.__version__)' 2>/dev/null || e
 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
   npx cdk synth -q --output "$work/cdk.out" >/dev/null
 
-for _ in $(seq 1 100); do
-  if curl -s -o /dev/null "http://127.0.0.1:$port/moto-api/"; then break; fi
-  if ! kill -0 "$pid" 2>/dev/null; then cat "$work/moto.log"; exit 1; fi
-  sleep 0.2
-done
+wait_until_answers "http://127.0.0.1:$port/moto-api/" "$work/moto.log"
 
 PETSTORE_MOTO=1 PETSTORE_MOTO_ASSEMBLY="$work/cdk.out" AWS_ENDPOINT_URL="http://127.0.0.1:$port" \
   AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=moto AWS_SECRET_ACCESS_KEY=moto \

@@ -6,9 +6,10 @@
  *   calls = ceil(allPlans / 500) + Σ over stage plans of max(1, ceil(planKeys / 500)) + ceil(M / 500)
  * Run: npx tsx bench/key-sync-calls-bench.ts [plans keys [otherPlans]]
  */
-import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
+
 import { KEY_SYNC_CALL_RATE } from '#functions/key-sync/key-sync-dependencies.ts'
-import { PAGE_SIZE } from '#shared/data/management-listing.ts'
+import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
+import { PAGE_SIZE } from '#keys/management-listing.ts'
 import {
   FAKE_API_ID,
   FAKE_STAGE,

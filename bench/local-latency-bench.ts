@@ -15,7 +15,7 @@ import { getPetHandler } from '#functions/get-pet/get-pet-handler.ts'
 import { listPetsDependencies } from '#functions/list-pets/list-pets-dependencies.ts'
 import { listPetsHandler } from '#functions/list-pets/list-pets-handler.ts'
 import { ensureTable, IN_MEMORY, startEmbeddedDynamo } from '#local/embedded-dynamo.ts'
-import { createLocalGateway, type ProxyHandler } from '#local/local-gateway.ts'
+import { createLocalGateway, type ProxyHandler } from '#local/gateway/local-gateway.ts'
 import type { KeyStore } from '#shared/auth/key-store.ts'
 import { type OperationId, ROUTES } from '#shared/config/routes-config.ts'
 import {

@@ -1,4 +1,4 @@
-import { API_REFERENCE_FILE, ensureApiReference } from './api-reference-route.ts'
+import { API_REFERENCE_FILE, ensureApiReference } from '#local/gateway/api-reference-route.ts'
 
 // `npm run docs`: renders openapi/openapi.json into one HTML page that reads offline (the local
 // server serves the same page at /docs).

@@ -1,12 +1,42 @@
 import { mkdir } from 'node:fs/promises'
-import { createServer, type Server } from 'node:http'
+import { createServer, type RequestListener, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
-import type { KeySyncResult } from '#functions/key-sync/key-sync-handler.ts'
+import type { KeySyncResult } from '#keys/key-sync-contract.ts'
+import {
+  bootstrapControlPlane,
+  isKeyOnLocalStage,
+  type LocalKeys,
+  localOutputs,
+} from '#local/control-plane/control-plane-bootstrap.ts'
+import {
+  createControlPlaneHandler,
+  MANAGEMENT_API_PATH,
+  withControlPaths,
+} from '#local/control-plane/control-plane-handler.ts'
+import { keyUsageEndpoint } from '#local/control-plane/control-plane-key-usage.ts'
+import { localControlSecret } from '#local/control-plane/control-plane-secret.ts'
+import { ControlPlaneStore } from '#local/control-plane/control-plane-store.ts'
+import {
+  LOCAL_KEY_SYNC_INTERVAL_MS,
+  type LocalKeySync,
+  startLocalKeySync,
+} from '#local/control-plane/local-key-sync-runner.ts'
+import { withApiReference } from '#local/gateway/api-reference-route.ts'
+import { AuthorizerCache } from '#local/gateway/authorizer-cache.ts'
+import { refuseTunnel } from '#local/gateway/gateway-http.ts'
+import {
+  createLocalGateway,
+  type ProxyHandler,
+  type TokenAuthorizer,
+} from '#local/gateway/local-gateway.ts'
+import { noteKeyId, type RequestLogWriter, withRequestLog } from '#local/gateway/request-log.ts'
+import { secretDigest } from '#local/gateway/secret-digest.ts'
+import { type BackstopFor, UsagePlanThrottle } from '#local/gateway/usage-plan-throttle.ts'
 import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
@@ -17,24 +47,9 @@ import {
   petTableDefinition,
   rateLimitTableDefinition,
 } from '#shared/data/table-keys.ts'
+import type { AppLogger } from '#shared/observability/logger.ts'
 import { KeyUsageRepository } from '#shared/rate-limit/key-usage-repository.ts'
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
-import { withApiReference } from './api-reference-route.ts'
-import { AuthorizerCache } from './authorizer-cache.ts'
-import {
-  bootstrapControlPlane,
-  isKeyOnLocalStage,
-  type LocalKeys,
-  localOutputs,
-} from './control-plane-bootstrap.ts'
-import {
-  createControlPlaneHandler,
-  MANAGEMENT_API_PATH,
-  withControlPaths,
-} from './control-plane-handler.ts'
-import { keyUsageEndpoint } from './control-plane-key-usage.ts'
-import { localControlSecret } from './control-plane-secret.ts'
-import { ControlPlaneStore } from './control-plane-store.ts'
 import { type DataDirLock, lockDataDir } from './data-dir-lock.ts'
 import {
   type EmbeddedDynamo,
@@ -49,20 +64,6 @@ import {
   localFunctionEnvironment,
   localKeyMirrorTable,
 } from './local-environment.ts'
-import {
-  createLocalGateway,
-  type ProxyHandler,
-  refuseTunnel,
-  type TokenAuthorizer,
-} from './local-gateway.ts'
-import {
-  LOCAL_KEY_SYNC_INTERVAL_MS,
-  type LocalKeySync,
-  startLocalKeySync,
-} from './local-key-sync-runner.ts'
-import { noteKeyId, type RequestLogWriter, withRequestLog } from './request-log.ts'
-import { secretDigest } from './secret-digest.ts'
-import { type BackstopFor, UsagePlanThrottle } from './usage-plan-throttle.ts'
 
 /**
  * The whole API on one machine, as a library (`npm start` is its CLI): starts the embedded
@@ -142,7 +143,7 @@ interface StartLocalSettings {
   failedAuthLimit?: number
   /** The local key sync's schedule in ms; 0: only on changes (tests drive the runs). */
   keySyncIntervalMs?: number
-  /** Where one line per request goes (local/request-log.ts); npm start: its terminal. */
+  /** Where one line per request goes (local/gateway/request-log.ts); npm start: its terminal. */
   requestLog?: RequestLogWriter
 }
 
@@ -209,6 +210,127 @@ export const startLocal = async (
   }
 }
 
+/** The functions' environment, and the tables they use (created when missing). */
+const prepareDatastore = async (
+  config: LocalConfig,
+  {
+    endpoint,
+    embedded,
+    keyMirrorTable,
+  }: { endpoint: string; embedded: boolean; keyMirrorTable: string },
+) => {
+  Object.assign(
+    process.env,
+    localFunctionEnvironment({
+      endpoint,
+      embedded,
+      keyMirrorTable,
+      cursorSecret: await localCursorSecret(config.dataDir),
+      ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
+    }),
+  )
+
+  const admin = new DynamoDBClient({ endpoint })
+  await ensureTable(admin, petTableDefinition(LOCAL_TABLES.pets))
+  await ensureTable(admin, rateLimitTableDefinition(LOCAL_TABLES.rateLimits))
+  await ensureTable(admin, idempotencyTableDefinition(LOCAL_TABLES.idempotency))
+  await ensureTable(admin, keyMirrorTableDefinition(keyMirrorTable))
+  admin.destroy()
+}
+
+/** The HTTP server the gateway and the control plane share, set as API Gateway behaves. */
+const httpServerFor = (listener: RequestListener): Server => {
+  const server = createServer(
+    // Node answers an HTTP/1.1 request without Host with a bare 400. The gateway hands the
+    // functions its own Host whatever the client sent, so such a request is served as any other.
+    { maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false },
+    listener,
+  )
+  // The gateway decides when to ask for a body (after routing and authentication), and serves
+  // requests with an Expect it does not know as if it were absent (Node: a bare 417).
+  server.on('checkContinue', listener)
+  server.on('checkExpectation', listener)
+  server.on('connect', refuseTunnel)
+  server.on('clientError', answerClientError)
+  server.keepAliveTimeout = 5_000
+  // A client may take as long as API Gateway's integration timeout (29 s) to send its request.
+  server.requestTimeout = 30_000
+  return server
+}
+
+/**
+ * Stop accepting, let in-flight requests finish. A keep-alive connection whose last response
+ * ends after close() would otherwise stay open until keepAliveTimeout (5 s): close connections as
+ * soon as they fall idle. A client still sending its body (or never finishing it) is cut off after
+ * a grace period, so shutdown always ends within SHUTDOWN_GRACE_MS plus the datastore's close.
+ */
+const closeServer = async (server: Server) => {
+  const sweep = setInterval(() => server.closeIdleConnections(), 20)
+  const cutOff = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS)
+  await new Promise<void>((resolveClose) => {
+    server.close(() => resolveClose())
+    server.closeIdleConnections()
+  }).finally(() => {
+    clearInterval(sweep)
+    clearTimeout(cutOff)
+  })
+}
+
+/** The control plane on the local store, its key sync and the mirror the authorizer reads. */
+const controlPlaneFor = ({
+  store,
+  authorizerCache,
+  usagePlanThrottle,
+  documentClient,
+  keyMirrorTable,
+  logger,
+  clock,
+  controlSecret,
+  keySync,
+  baseUrl,
+}: {
+  store: ControlPlaneStore
+  authorizerCache: AuthorizerCache
+  usagePlanThrottle: UsagePlanThrottle
+  documentClient: ReturnType<typeof createDocumentClient>
+  keyMirrorTable: string
+  logger: AppLogger
+  clock: Clock
+  controlSecret: string
+  keySync: () => LocalKeySync | undefined
+  baseUrl: () => string
+}) => {
+  const mirror = new KeyMirrorRepository({
+    client: documentClient,
+    tableName: keyMirrorTable,
+    logger,
+  })
+  return createControlPlaneHandler({
+    store,
+    flushAuthorizerCache: () => authorizerCache.clear(),
+    usedToday: (value) => usagePlanThrottle.usedToday(secretDigest(value)),
+    runKeySync: (confirmRemovals) => {
+      const sync = keySync()
+      if (!sync) return Promise.reject(new Error('The key sync has not started yet'))
+      return confirmRemovals ? sync.confirm(confirmRemovals) : sync.run()
+    },
+    heldRemovals: () =>
+      keySync()?.held() ?? Promise.reject(new Error('The key sync has not started yet')),
+    mirrorItem: (keyHash) => mirror.get(keyHash),
+    keyUsage: keyUsageEndpoint(
+      new KeyUsageRepository({
+        client: documentClient,
+        tableName: LOCAL_TABLES.rateLimits,
+        clock,
+      }),
+    ),
+    outputs: () => localOutputs(store, baseUrl()),
+    clock,
+    secret: controlSecret,
+    onError: (message, error) => logger.error(message, { error }),
+  })
+}
+
 const startOn = async (
   config: LocalConfig,
   options: StartLocalOptions,
@@ -223,23 +345,7 @@ const startOn = async (
   if (!config.dynamoEndpoint) embedded = await startEmbeddedDynamo(config.dataDir)
   const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
   const keyMirrorTable = localKeyMirrorTable(config.dataDir, embedded !== undefined)
-  Object.assign(
-    process.env,
-    localFunctionEnvironment({
-      endpoint,
-      embedded: embedded !== undefined,
-      keyMirrorTable,
-      cursorSecret: await localCursorSecret(config.dataDir),
-      ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
-    }),
-  )
-
-  const admin = new DynamoDBClient({ endpoint })
-  await ensureTable(admin, petTableDefinition(LOCAL_TABLES.pets))
-  await ensureTable(admin, rateLimitTableDefinition(LOCAL_TABLES.rateLimits))
-  await ensureTable(admin, idempotencyTableDefinition(LOCAL_TABLES.idempotency))
-  await ensureTable(admin, keyMirrorTableDefinition(keyMirrorTable))
-  admin.destroy()
+  await prepareDatastore(config, { endpoint, embedded: embedded !== undefined, keyMirrorTable })
 
   serversStarted += 1
   const { handlers, authorizer } = await loadHandlers(serversStarted)
@@ -267,38 +373,20 @@ const startOn = async (
     onAuthorized: noteKeyId,
     baseHost: () => baseHost,
   })
-  // The key sync's and the control plane's view of the mirror the authorizer reads.
+  // The key sync's view of the mirror the authorizer reads, and the control plane's.
   const documentClient = createDocumentClient(dynamoConfigFromEnv(process.env))
-  const mirror = new KeyMirrorRepository({
-    client: documentClient,
-    tableName: keyMirrorTable,
-    logger,
-  })
   let keySync: LocalKeySync | undefined
-  const controlPlane = createControlPlaneHandler({
+  const controlPlane = controlPlaneFor({
     store,
-    flushAuthorizerCache: () => authorizerCache.clear(),
-    usedToday: (value) => usagePlanThrottle.usedToday(secretDigest(value)),
-    runKeySync: (confirmRemovals) =>
-      keySync
-        ? confirmRemovals
-          ? keySync.confirm(confirmRemovals)
-          : keySync.run()
-        : Promise.reject(new Error('The key sync has not started yet')),
-    heldRemovals: () =>
-      keySync ? keySync.held() : Promise.reject(new Error('The key sync has not started yet')),
-    mirrorItem: (keyHash) => mirror.get(keyHash),
-    keyUsage: keyUsageEndpoint(
-      new KeyUsageRepository({
-        client: documentClient,
-        tableName: LOCAL_TABLES.rateLimits,
-        clock,
-      }),
-    ),
-    outputs: () => localOutputs(store, `http://${baseHost}${API_VERSION_PATH}`),
+    authorizerCache,
+    usagePlanThrottle,
+    documentClient,
+    keyMirrorTable,
+    logger,
     clock,
-    secret: controlSecret,
-    onError: (message, error) => logger.error(message, { error }),
+    controlSecret,
+    keySync: () => keySync,
+    baseUrl: () => `http://${baseHost}${API_VERSION_PATH}`,
   })
   const served = withApiReference(withControlPaths(controlPlane, gateway), (message, error) =>
     logger.error(message, { error }),
@@ -306,21 +394,7 @@ const startOn = async (
   const listener = options.requestLog
     ? withRequestLog(served, options.requestLog, options.clock)
     : served
-  const server = createServer(
-    // Node answers an HTTP/1.1 request without Host with a bare 400. The gateway hands the
-    // functions its own Host whatever the client sent, so such a request is served as any other.
-    { maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false },
-    listener,
-  )
-  // The gateway decides when to ask for a body (after routing and authentication), and serves
-  // requests with an Expect it does not know as if it were absent (Node: a bare 417).
-  server.on('checkContinue', listener)
-  server.on('checkExpectation', listener)
-  server.on('connect', refuseTunnel)
-  server.on('clientError', answerClientError)
-  server.keepAliveTimeout = 5_000
-  // A client may take as long as API Gateway's integration timeout (29 s) to send its request.
-  server.requestTimeout = 30_000
+  const server = httpServerFor(listener)
   let address: AddressInfo
   try {
     address = await listen(server, config)
@@ -339,20 +413,7 @@ const startOn = async (
 
   const stop = async () => {
     await keySync?.stop()
-    // Stop accepting, let in-flight requests finish, then close the datastore (flushes LevelDB).
-    // A keep-alive connection whose last response ends after close() would otherwise stay open
-    // until keepAliveTimeout (5 s): close connections as soon as they fall idle.
-    // A client still sending its body (or never finishing it) is cut off after a grace period,
-    // so shutdown always ends within SHUTDOWN_GRACE_MS plus the datastore's close.
-    const sweep = setInterval(() => server.closeIdleConnections(), 20)
-    const cutOff = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS)
-    await new Promise<void>((resolveClose) => {
-      server.close(() => resolveClose())
-      server.closeIdleConnections()
-    }).finally(() => {
-      clearInterval(sweep)
-      clearTimeout(cutOff)
-    })
+    await closeServer(server)
     documentClient.destroy()
     await embedded?.close()
     await lock?.release()

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
-import { MANAGEMENT_API_PATH } from './control-plane-handler.ts'
-import { controlSecretLocation } from './control-plane-secret.ts'
+import { MANAGEMENT_API_PATH } from '#local/control-plane/control-plane-handler.ts'
+import { controlSecretLocation } from '#local/control-plane/control-plane-secret.ts'
 import { IN_MEMORY } from './embedded-dynamo.ts'
 import { DEFAULT_PORT, type LocalConfig } from './local-config.ts'
 import type { LocalServer } from './local-server.ts'

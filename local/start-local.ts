@@ -22,7 +22,7 @@ const readConfigOrExit = (): LocalConfig => {
 
 const startOrExit = async (config: LocalConfig): Promise<LocalServer> => {
   try {
-    // One line per request in this terminal (local/request-log.ts).
+    // One line per request in this terminal (local/gateway/request-log.ts).
     return await startLocal(config, { requestLog: (line) => process.stdout.write(`${line}\n`) })
   } catch (error) {
     if (error instanceof DataDirInUseError) {

@@ -9,7 +9,6 @@ import {
   type Route,
   routeOf,
 } from '#shared/config/routes-config.ts'
-import { ErrorSchema } from '#shared/domain/error-schema.ts'
 import {
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_WINDOW_SECONDS,
@@ -26,6 +25,7 @@ import {
   PetSchema,
 } from '#shared/domain/pet-schema.ts'
 import { ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
+import { ErrorSchema } from '#shared/errors/error-schema.ts'
 import { MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
 import { RATE_LIMIT_HEADER_NAMES } from '#shared/rate-limit/rate-limit-headers.ts'
 

@@ -1,4 +1,14 @@
 import createClient from 'openapi-fetch'
+import {
+  abortableSleep,
+  buffered,
+  errorBodyOf,
+  integerHeader,
+  isAbort,
+  parseJson,
+  retryAfterMs,
+  untilAborted,
+} from './client-http.ts'
 import type { components, operations, paths } from './openapi-types.ts'
 
 /**
@@ -94,8 +104,6 @@ const DEFAULTS = {
 } as const
 
 const STATUSES_WITH_RETRY_AFTER = new Set([409, 429, 503])
-/** Statuses whose response may not have a body. */
-const NULL_BODY_STATUSES = new Set([101, 204, 205, 304])
 const IDEMPOTENCY_KEY = 'Idempotency-Key'
 /** A minute window resets within a minute: a later reset is the day's (or a suspension). */
 const MINUTE_MS = 60_000
@@ -124,93 +132,6 @@ export class PetstoreApiError extends Error {
     this.retryAfterMs = retryAfterMs
   }
 }
-
-const isErrorBody = (value: unknown): value is ErrorBody =>
-  typeof value === 'object' &&
-  value !== null &&
-  typeof (value as ErrorBody).code === 'string' &&
-  typeof (value as ErrorBody).message === 'string' &&
-  typeof (value as ErrorBody).status === 'number'
-
-const parseJson = (text: string): unknown => {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}
-
-/** The Error body of a failed answer; a proxy's HTML page or an empty body still gets one. */
-const errorBodyOf = (response: Response, parsed: unknown): ErrorBody =>
-  isErrorBody(parsed)
-    ? parsed
-    : {
-        code: 'internal_error',
-        message: `HTTP ${response.status} ${response.statusText} without an Error body`,
-        status: response.status,
-      }
-
-/** `Retry-After` in seconds or as an HTTP date, in milliseconds from now, at most `capMs`. */
-const retryAfterMs = (headers: Headers, nowMs: number, capMs: number): number | undefined => {
-  const value = headers.get('Retry-After')?.trim()
-  if (!value) return undefined
-  if (/^\d+$/.test(value)) return Math.min(capMs, Number(value) * 1000)
-  const at = Date.parse(value)
-  return Number.isNaN(at) ? undefined : Math.min(capMs, Math.max(0, at - nowMs))
-}
-
-const integerHeader = (headers: Headers, name: string): number | undefined => {
-  const value = headers.get(name)
-  return value !== null && /^\d+$/.test(value) ? Number(value) : undefined
-}
-
-/**
- * The whole answer read before it counts as received, so a connection dropped halfway through a
- * body is a network failure the retry rules cover, not a broken stream handed to the caller.
- */
-const buffered = async (response: Response): Promise<Response> =>
-  NULL_BODY_STATUSES.has(response.status)
-    ? response
-    : new Response(await response.arrayBuffer(), {
-        status: response.status,
-        statusText: response.statusText,
-        headers: response.headers,
-      })
-
-const abortableSleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason)
-    const onAbort = () => {
-      clearTimeout(timer)
-      reject(signal.reason)
-    }
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort)
-      resolve()
-    }, ms)
-    signal.addEventListener('abort', onAbort, { once: true })
-  })
-
-/** A promise that settles as `promise` does, or rejects as soon as `signal` aborts. */
-const untilAborted = <T>(promise: Promise<T>, signal: AbortSignal): Promise<T> =>
-  new Promise<T>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason)
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    )
-  })
-
-const isAbort = (error: unknown) =>
-  error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')
 
 interface Ticket {
   /** How many requests this client had sent, this one included. */
@@ -322,22 +243,27 @@ const createRateGate = (
   }
 }
 
+/** The client's settings: the options given, the defaults for the others. */
+const clientSettings = (options: PetstoreClientOptions) => ({
+  maxAttempts: options.maxAttempts ?? DEFAULTS.maxAttempts,
+  maxWaitMs: options.maxWaitMs ?? DEFAULTS.maxWaitMs,
+  // Above the waits a call may make: `whenSuspended: 'wait'` with a long maxWaitMs still waits.
+  timeoutMs:
+    options.timeoutMs ?? (options.maxWaitMs ?? DEFAULTS.maxWaitMs) + DEFAULTS.requestAllowanceMs,
+  maxRetryAfterMs: options.maxRetryAfterMs ?? DEFAULTS.maxRetryAfterMs,
+  baseDelayMs: options.baseDelayMs ?? DEFAULTS.baseDelayMs,
+  maxDelayMs: options.maxDelayMs ?? DEFAULTS.maxDelayMs,
+  whenSuspended: options.whenSuspended ?? DEFAULTS.whenSuspended,
+})
+
 /**
- * The client: `listPets`, `createPet`, `getPet`, `pets` (every pet, page by page) and `raw`, the
- * openapi-fetch client for anything else, which gets the same waits and retries.
+ * The fetch every call goes through: one turn at a time behind the rate gate, retried with
+ * backoff where that is safe, under the call's deadline.
  */
-export const createPetstoreClient = (options: PetstoreClientOptions) => {
-  const settings = {
-    maxAttempts: options.maxAttempts ?? DEFAULTS.maxAttempts,
-    maxWaitMs: options.maxWaitMs ?? DEFAULTS.maxWaitMs,
-    // Above the waits a call may make: `whenSuspended: 'wait'` with a long maxWaitMs still waits.
-    timeoutMs:
-      options.timeoutMs ?? (options.maxWaitMs ?? DEFAULTS.maxWaitMs) + DEFAULTS.requestAllowanceMs,
-    maxRetryAfterMs: options.maxRetryAfterMs ?? DEFAULTS.maxRetryAfterMs,
-    baseDelayMs: options.baseDelayMs ?? DEFAULTS.baseDelayMs,
-    maxDelayMs: options.maxDelayMs ?? DEFAULTS.maxDelayMs,
-    whenSuspended: options.whenSuspended ?? DEFAULTS.whenSuspended,
-  }
+const createPoliteFetch = (
+  options: PetstoreClientOptions,
+  settings: ReturnType<typeof clientSettings>,
+) => {
   const fetchImpl = options.fetch ?? ((request: Request) => globalThis.fetch(request))
   const sleep = options.sleep ?? abortableSleep
   // Looked up at each call, so a clock faked after the client was made is still the one used.
@@ -432,6 +358,16 @@ export const createPetstoreClient = (options: PetstoreClientOptions) => {
       waitedMs += delayMs
     }
   }
+  return { politeFetch, now }
+}
+
+/**
+ * The client: `listPets`, `createPet`, `getPet`, `pets` (every pet, page by page) and `raw`, the
+ * openapi-fetch client for anything else, which gets the same waits and retries.
+ */
+export const createPetstoreClient = (options: PetstoreClientOptions) => {
+  const settings = clientSettings(options)
+  const { politeFetch, now } = createPoliteFetch(options, settings)
 
   const raw = createClient<paths>({
     baseUrl: options.baseUrl,

@@ -7,7 +7,7 @@ import type {
 import { isWellFormedApiKey, parseBearerToken, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { toAuthorizerContext } from '#shared/auth/key-context.ts'
 import { type KeyStore, keyFingerprint } from '#shared/auth/key-store.ts'
-import type { AuthorizerMiddleware } from '#shared/middleware/http-types.ts'
+import type { AuthorizerMiddleware } from '#shared/http/http-types.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 
 export interface AuthorizerDependencies {

@@ -9,8 +9,8 @@ import {
 import { NewPetSchema } from '#shared/domain/pet-schema.ts'
 import { HttpError } from '#shared/errors/http-error.ts'
 import { baseUrlOf } from '#shared/http/http-headers.ts'
+import type { ApiEvent } from '#shared/http/http-types.ts'
 import { type HttpPipelineOptions, httpPipeline } from '#shared/middleware/http-pipeline.ts'
-import type { ApiEvent } from '#shared/middleware/http-types.ts'
 import { jsonBodyMiddleware } from '#shared/middleware/json-body-middleware.ts'
 import {
   type RequestInput,

@@ -1,15 +1,17 @@
 import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
+import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
+import { ApiGatewayAuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
+import { TokenBucketPacer } from '#keys/call-pacer.ts'
+import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { requireEnv } from '#shared/config/env-config.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { baseMiddlewares } from '#shared/observability/observability-middleware.ts'
 import { functionBase } from '#shared/wiring/function-dependencies.ts'
-import { ApiGatewayKeySource } from './api-gateway-key-source.ts'
-import { ApiGatewayAuthorizerCacheFlusher } from './authorizer-cache-flusher.ts'
-import { TokenBucketPacer } from './call-pacer.ts'
 import { httpsPut } from './cloudformation-response.ts'
-import type { KeySyncDependencies, KeySyncEvent, KeySyncResult } from './key-sync-handler.ts'
+import type { KeySyncEvent } from './key-sync-events.ts'
+import type { KeySyncDependencies } from './key-sync-handler.ts'
 
 /**
  * Management API client of the sync: short timeouts and few attempts, because the next scheduled

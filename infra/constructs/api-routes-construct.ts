@@ -23,7 +23,7 @@ const resourceAt = (root: IResource, path: string): IResource =>
 /**
  * A resource's CORS preflight: OPTIONS answered 204 by a mock integration, with neither the
  * authorizer nor a key (a browser sends no Authorization on a preflight). The local gateway
- * answers the same (local/local-gateway.ts).
+ * answers the same (local/gateway/local-gateway.ts).
  */
 const addPreflight = (resource: IResource, methods: string[], corsAllowOrigin: string): void => {
   const headers = preflightHeaders(corsAllowOrigin, methods)

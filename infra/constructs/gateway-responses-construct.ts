@@ -1,11 +1,11 @@
 import { ResponseType, type RestApi } from 'aws-cdk-lib/aws-apigateway'
+import { ERROR_STATUS } from '#shared/errors/error-codes.ts'
+import { corsHeaders } from '#shared/http/cors-headers.ts'
 import {
   GATEWAY_RESPONSES,
   gatewayHeaderValue,
   gatewayResponseBody,
-} from '#infra/config/gateway-responses-config.ts'
-import { ERROR_STATUS } from '#shared/errors/error-codes.ts'
-import { corsHeaders } from '#shared/http/cors-headers.ts'
+} from '#shared/http/gateway-responses-config.ts'
 
 /**
  * API Gateway's own errors (requests that never reach a function) in the API's Error body, with

@@ -1,7 +1,7 @@
 import { Tags } from 'aws-cdk-lib'
 import { Period, type RestApi, type UsagePlan } from 'aws-cdk-lib/aws-apigateway'
 import type { StageConfig } from '#infra/config/stage-config.ts'
-import { usagePlanSpecs } from '#infra/config/usage-plans-config.ts'
+import { usagePlanSpecs } from '#keys/usage-plans-config.ts'
 import type { PlanName } from '#shared/config/plans-config.ts'
 
 /** One usage plan per plan of the API on the API's stage, tagged with its plan (and limits). */

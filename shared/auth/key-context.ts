@@ -26,12 +26,23 @@ export const toAuthorizerContext = (record: ApiKeyRecord): AuthorizerContext => 
   perDay: record.limits.perDay,
 })
 
+/**
+ * Each authorizer context read so far, by the object API Gateway hands in: the observability and
+ * rate-limit middlewares and the handler of one invocation all ask, and it is read once.
+ */
+const readContexts = new WeakMap<object, KeyContext | undefined>()
+
 /** The caller's key context, or undefined when the event did not pass the authorizer. */
 export const readKeyContext = (
   event: Pick<APIGatewayProxyEvent, 'requestContext'>,
 ): KeyContext | undefined => {
   const raw = event.requestContext?.authorizer as Record<string, unknown> | null | undefined
   if (!raw) return undefined
+  if (!readContexts.has(raw)) readContexts.set(raw, fromAuthorizer(raw))
+  return readContexts.get(raw)
+}
+
+const fromAuthorizer = (raw: Record<string, unknown>): KeyContext | undefined => {
   const keyId = raw.keyId
   const plan = raw.plan
   // API Gateway may deliver context numbers as strings.

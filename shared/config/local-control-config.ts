@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 
 /**
- * The local server's control paths, beside the API under `/v1` (local/control-plane-handler.ts
+ * The local server's control paths, beside the API under `/v1` (local/control-plane/control-plane-handler.ts
  * serves them; the keys CLI in ops/ calls them): here so an operator tool never imports the
  * development server.
  */

@@ -1,5 +1,5 @@
-import type { ErrorDetail } from '#shared/domain/error-schema.ts'
 import { ERROR_MESSAGES, ERROR_STATUS, type ErrorCode } from './error-codes.ts'
+import type { ErrorDetail } from './error-schema.ts'
 
 export interface HttpErrorOptions {
   message?: string

@@ -1,5 +1,5 @@
 import type { APIGatewayProxyResult } from 'aws-lambda'
-import type { ErrorBody } from '#shared/domain/error-schema.ts'
+import type { ErrorBody } from '#shared/errors/error-schema.ts'
 import type { HttpError } from '#shared/errors/http-error.ts'
 import { stringifyJson } from './json-codec.ts'
 

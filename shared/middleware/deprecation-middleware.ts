@@ -1,8 +1,8 @@
 import type { RouteDeprecation } from '#shared/config/routes-config.ts'
 import { HttpError } from '#shared/errors/http-error.ts'
 import { baseUrlOf } from '#shared/http/http-headers.ts'
+import type { ApiMiddleware } from '#shared/http/http-types.ts'
 import type { Clock } from '#shared/time/clock.ts'
-import type { ApiMiddleware } from './http-types.ts'
 import { addResponseHeaders } from './response-headers-middleware.ts'
 
 /**

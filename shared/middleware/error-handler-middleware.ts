@@ -1,10 +1,10 @@
 import { isDatastoreUnavailable } from '#shared/errors/datastore-errors.ts'
 import { HttpError, isHttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
 import { errorResponse } from '#shared/http/http-response.ts'
+import type { ApiMiddleware } from '#shared/http/http-types.ts'
 import { requestIdOf } from '#shared/http/request-id.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import { withOriginalStack } from '#shared/observability/original-stack.ts'
-import type { ApiMiddleware } from './http-types.ts'
 
 /**
  * The one error path: HttpErrors render as the Error body; datastore outages become 503 with

@@ -2,9 +2,9 @@ import middy from '@middy/core'
 import type { Context } from 'aws-lambda'
 import { HttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
 import type { HttpResponse } from '#shared/http/http-response.ts'
+import type { ApiEvent, ApiMiddleware } from '#shared/http/http-types.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import { errorHandlerMiddleware } from './error-handler-middleware.ts'
-import type { ApiEvent, ApiMiddleware } from './http-types.ts'
 import { responseHeadersMiddleware } from './response-headers-middleware.ts'
 
 /** How long before the Lambda timeout a handler gives up (time to render and return a 503). */

@@ -1,7 +1,7 @@
 import { HttpError } from '#shared/errors/http-error.ts'
 import { getHeader } from '#shared/http/http-headers.ts'
+import type { ApiMiddleware } from '#shared/http/http-types.ts'
 import { parseJson } from '#shared/http/json-codec.ts'
-import type { ApiMiddleware } from './http-types.ts'
 
 export const MAX_BODY_BYTES = 16 * 1024
 

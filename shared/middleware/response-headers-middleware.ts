@@ -1,5 +1,5 @@
 import type { Request } from '@middy/core'
-import type { ApiMiddleware } from './http-types.ts'
+import type { ApiMiddleware } from '#shared/http/http-types.ts'
 
 /**
  * Headers that belong on every response, success or error (rate-limit, deprecation), are

@@ -1,9 +1,9 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda'
 import type * as z from 'zod/mini'
-import type { ErrorDetail } from '#shared/domain/error-schema.ts'
+import type { ErrorDetail } from '#shared/errors/error-schema.ts'
 import { validationFailed } from '#shared/errors/http-error.ts'
 import { getHeader } from '#shared/http/http-headers.ts'
-import type { ApiEvent, ApiMiddleware } from './http-types.ts'
+import type { ApiEvent, ApiMiddleware } from '#shared/http/http-types.ts'
 
 export interface RequestSchemas {
   body?: z.ZodMiniType

@@ -10,12 +10,8 @@ import type {
 } from 'aws-lambda'
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { readKeyContext } from '#shared/auth/key-context.ts'
+import type { ApiMiddleware, ApiRequest, AuthorizerMiddleware } from '#shared/http/http-types.ts'
 import { requestIdOf } from '#shared/http/request-id.ts'
-import type {
-  ApiMiddleware,
-  ApiRequest,
-  AuthorizerMiddleware,
-} from '#shared/middleware/http-types.ts'
 import { logger as sharedLogger } from './logger.ts'
 import {
   AUTHORIZER_METRICS,

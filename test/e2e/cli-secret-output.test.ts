@@ -1,8 +1,8 @@
 import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runKeysCommand } from '#ops/keys-command.ts'
-import { runSmokeCommand } from '#ops/smoke-command.ts'
+import { runKeysCommand } from '#ops/keys/keys-command.ts'
+import { runSmokeCommand } from '#ops/smoke/smoke-command.ts'
 import {
   CONTROL_SECRET_HEADER,
   CONTROL_SECRET_VARIABLE,

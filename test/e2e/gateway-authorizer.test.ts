@@ -7,7 +7,7 @@ import {
   type LocalGatewayOptions,
   type ProxyHandler,
   type TokenAuthorizer,
-} from '#local/local-gateway.ts'
+} from '#local/gateway/local-gateway.ts'
 import { BEARER_CHALLENGE, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
 import { type OperationId, ROUTES } from '#shared/config/routes-config.ts'

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
 import {
   QUOTA_EXCEEDED_RETRY_AFTER_SECONDS,
   THROTTLED_RETRY_AFTER_SECONDS,
-} from '#infra/config/gateway-responses-config.ts'
-import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
+} from '#shared/http/gateway-responses-config.ts'
 import {
   type ApiResponse,
   apiClient,

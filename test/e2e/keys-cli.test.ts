@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runKeysCommand } from '#ops/keys-command.ts'
+import { runKeysCommand } from '#ops/keys/keys-command.ts'
 import { CONTROL_SECRET_VARIABLE } from '#shared/config/local-control-config.ts'
 import { keysCommandOn } from '#test/support/keys-command-runner.ts'
 import {
@@ -54,7 +54,7 @@ const statusNow = async (key: string) =>
 describe('npm run keys, locally', () => {
   it('prints a key that works on its first request (the real CLI process)', async () => {
     const result = await runScriptToExit(
-      'ops/keys-cli.ts',
+      'ops/keys/keys-cli.ts',
       ['--url', origin, 'create', '--plan', 'pro', '--name', 'alice'],
       { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
     )
@@ -156,7 +156,7 @@ describe('npm run keys, locally', () => {
     )
     try {
       const cli = spawnScript(
-        'ops/keys-cli.ts',
+        'ops/keys/keys-cli.ts',
         ['--url', proxy.origin, 'rotate', old.id, '--overlap', '24h'],
         { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
       )

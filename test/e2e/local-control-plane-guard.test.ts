@@ -188,7 +188,7 @@ describe('npm start and npm run keys on one data directory', () => {
       expect((await stat(secretFile)).mode & 0o777).toBe(0o600)
       const origin = new URL(started.baseUrl).origin
       const created = await runScriptToExit(
-        'ops/keys-cli.ts',
+        'ops/keys/keys-cli.ts',
         ['--url', origin, 'create', '--plan', 'free'],
         {
           PETSTORE_DATA_DIR: dataDir,
@@ -202,7 +202,7 @@ describe('npm start and npm run keys on one data directory', () => {
       expect(pets.status).toBe(200)
 
       // Another data directory holds another secret (none here): refused, saying where to look.
-      const elsewhere = await runScriptToExit('ops/keys-cli.ts', ['--url', origin, 'list'], {
+      const elsewhere = await runScriptToExit('ops/keys/keys-cli.ts', ['--url', origin, 'list'], {
         PETSTORE_DATA_DIR: join(dataDir, 'elsewhere'),
       })
       expect(elsewhere.code).toBe(1)

@@ -2,10 +2,10 @@ import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { APIGatewayClient, GetApiKeysCommand } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runKeysCommand } from '#ops/keys-command.ts'
-import { runSmokeCommand, smokeKeys } from '#ops/smoke-command.ts'
-import { runSmoke } from '#ops/smoke-runner.ts'
-import { openStageTarget } from '#ops/stage-target-resolver.ts'
+import { runKeysCommand } from '#ops/keys/keys-command.ts'
+import { runSmokeCommand, smokeKeys } from '#ops/smoke/smoke-command.ts'
+import { runSmoke } from '#ops/smoke/smoke-runner.ts'
+import { openStageTarget } from '#ops/stage/stage-target-resolver.ts'
 import { BEARER_CHALLENGE } from '#shared/auth/bearer-token.ts'
 import {
   CONTROL_SECRET_VARIABLE,
@@ -128,7 +128,7 @@ const smoke = async (...args: string[]) => {
 
 describe.concurrent('npm run smoke', () => {
   it('passes against the local server, with a temporary key it makes and revokes (the real CLI process)', async () => {
-    const result = await runScriptToExit('ops/smoke-cli.ts', ['--base-url', server.baseUrl], {
+    const result = await runScriptToExit('ops/smoke/smoke-cli.ts', ['--base-url', server.baseUrl], {
       [CONTROL_SECRET_VARIABLE]: server.controlSecret,
     })
     expect(result.code, result.output).toBe(0)
@@ -381,7 +381,7 @@ describe.concurrent('npm run smoke leaves nothing behind', () => {
       return 'hold'
     })
     try {
-      const cli = spawnScript('ops/smoke-cli.ts', ['--base-url', holding.baseUrl], {
+      const cli = spawnScript('ops/smoke/smoke-cli.ts', ['--base-url', holding.baseUrl], {
         [CONTROL_SECRET_VARIABLE]: server.controlSecret,
       })
       await held
@@ -424,7 +424,7 @@ describe.concurrent('npm run smoke leaves nothing behind', () => {
       return 'forward'
     })
     try {
-      const cli = spawnScript('ops/smoke-cli.ts', ['--base-url', holding.baseUrl], {
+      const cli = spawnScript('ops/smoke/smoke-cli.ts', ['--base-url', holding.baseUrl], {
         [CONTROL_SECRET_VARIABLE]: server.controlSecret,
       })
       await requestHeld

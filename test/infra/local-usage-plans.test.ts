@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { bootstrapControlPlane } from '#local/control-plane-bootstrap.ts'
-import { ControlPlaneStore } from '#local/control-plane-store.ts'
+import { bootstrapControlPlane } from '#local/control-plane/control-plane-bootstrap.ts'
+import { ControlPlaneStore } from '#local/control-plane/control-plane-store.ts'
 import { DEFAULT_ENTERPRISE_LIMITS } from '#shared/config/plans-config.ts'
 import { appStage, propsOf, resourcesOf } from './support/synth-app.ts'
 

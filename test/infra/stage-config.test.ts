@@ -12,7 +12,7 @@ import {
   stageThrottleOf,
 } from '#infra/config/stage-config.ts'
 import { type ContextReader, stageContext } from '#infra/config/stage-context-reader.ts'
-import { usagePlanSpecs } from '#infra/config/usage-plans-config.ts'
+import { usagePlanSpecs } from '#keys/usage-plans-config.ts'
 import { DEFAULT_ENTERPRISE_LIMITS } from '#shared/config/plans-config.ts'
 
 const contextOf =

@@ -4,8 +4,11 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createControlPlaneHandler } from '#local/control-plane-handler.ts'
-import { ControlPlaneStore, parseControlPlaneFile } from '#local/control-plane-store.ts'
+import { createControlPlaneHandler } from '#local/control-plane/control-plane-handler.ts'
+import {
+  ControlPlaneStore,
+  parseControlPlaneFile,
+} from '#local/control-plane/control-plane-store.ts'
 import { CONTROL_SECRET_HEADER } from '#shared/config/local-control-config.ts'
 import { INT32_MAX } from '#shared/config/usage-plan-numbers-config.ts'
 

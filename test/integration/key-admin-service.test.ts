@@ -13,30 +13,30 @@ import {
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
 import { mockClient } from 'aws-sdk-client-mock'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { ApiGatewayKeySource, InconsistentKeyReadError } from '#keys/api-gateway-key-source.ts'
+import { TokenBucketPacer } from '#keys/call-pacer.ts'
+import { type KeySyncResult, NOTHING_DONE } from '#keys/key-sync-contract.ts'
+import { DISABLE_AFTER_TAG } from '#keys/key-verdicts.ts'
 import {
-  ApiGatewayKeySource,
-  DISABLE_AFTER_TAG,
-  InconsistentKeyReadError,
-} from '#functions/key-sync/api-gateway-key-source.ts'
-import { TokenBucketPacer } from '#functions/key-sync/call-pacer.ts'
-import { type KeySyncResult, NOTHING_DONE } from '#functions/key-sync/key-sync-handler.ts'
-import { bootstrapControlPlane, localOutputs } from '#local/control-plane-bootstrap.ts'
-import { createControlPlaneHandler, MANAGEMENT_API_PATH } from '#local/control-plane-handler.ts'
-import { ControlPlaneStore } from '#local/control-plane-store.ts'
+  bootstrapControlPlane,
+  localOutputs,
+} from '#local/control-plane/control-plane-bootstrap.ts'
 import {
-  CLI_CALL_RATE,
-  KeyAdmin,
-  KeyAdminError,
-  type KeyAdminOptions,
-} from '#ops/key-admin-service.ts'
-import { permissionPattern } from '#ops/management-permissions-config.ts'
-import { stageOutputsFrom } from '#ops/stack-outputs-reader.ts'
+  createControlPlaneHandler,
+  MANAGEMENT_API_PATH,
+} from '#local/control-plane/control-plane-handler.ts'
+import { ControlPlaneStore } from '#local/control-plane/control-plane-store.ts'
+import { KeyAdminError } from '#ops/keys/key-admin-error.ts'
+import { CLI_CALL_RATE, KeyAdmin } from '#ops/keys/key-admin-service.ts'
+import type { KeyAdminOptions } from '#ops/keys/management-calls.ts'
+import { permissionPattern } from '#ops/keys/management-permissions-config.ts'
 import {
   AwsStageSync,
   type MirrorView,
   type StageSync,
   SyncFailure,
-} from '#ops/stage-sync-client.ts'
+} from '#ops/keys/stage-sync-client.ts'
+import { stageOutputsFrom } from '#ops/stage/stack-outputs-reader.ts'
 import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { DEFAULT_ENTERPRISE_LIMITS, PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RUN_BUDGET } from '#functions/key-sync/key-sync-handler.ts'
+import { RUN_BUDGET } from '#functions/key-sync/key-sync-run.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import { SYNC_TIMEOUT_MS, simulateKeySyncAtScale } from '#test/support/key-sync-simulation.ts'
 

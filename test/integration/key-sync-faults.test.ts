@@ -1,6 +1,6 @@
 import { TooManyRequestsException } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { UNREAD_PLAN_BACKOFF } from '#functions/key-sync/key-sync-handler.ts'
+import { UNREAD_PLAN_BACKOFF } from '#functions/key-sync/key-sync-run.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
 import { keySyncContext, scheduledEvent } from '#test/support/api-gateway-events.ts'

@@ -21,9 +21,12 @@ import {
   UpdateApiKeyCommand,
 } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
-import { createControlPlaneHandler, MANAGEMENT_API_PATH } from '#local/control-plane-handler.ts'
-import { ControlPlaneStore, LOCAL_API_STAGE } from '#local/control-plane-store.ts'
+import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
+import {
+  createControlPlaneHandler,
+  MANAGEMENT_API_PATH,
+} from '#local/control-plane/control-plane-handler.ts'
+import { ControlPlaneStore, LOCAL_API_STAGE } from '#local/control-plane/control-plane-store.ts'
 import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'

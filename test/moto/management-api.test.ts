@@ -9,17 +9,15 @@ import {
 import { ScanCommand } from '@aws-sdk/lib-dynamodb'
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  ApiGatewayKeySource,
-  type KeySourceSnapshot,
-} from '#functions/key-sync/api-gateway-key-source.ts'
 import { keySyncDependencies } from '#functions/key-sync/key-sync-dependencies.ts'
-import { type KeySyncResult, keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
-import { runKeysCommand } from '#ops/keys-command.ts'
-import { smokeKeys } from '#ops/smoke-command.ts'
-import { stageOutputsFrom } from '#ops/stack-outputs-reader.ts'
-import { CLI_SYNC_EVENT, type MirrorView, type StageSync } from '#ops/stage-sync-client.ts'
-import { openDeployedStage, type StageTarget } from '#ops/stage-target-resolver.ts'
+import { keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
+import { ApiGatewayKeySource, type KeySourceSnapshot } from '#keys/api-gateway-key-source.ts'
+import type { KeySyncResult } from '#keys/key-sync-contract.ts'
+import { runKeysCommand } from '#ops/keys/keys-command.ts'
+import { CLI_SYNC_EVENT, type MirrorView, type StageSync } from '#ops/keys/stage-sync-client.ts'
+import { smokeKeys } from '#ops/smoke/smoke-command.ts'
+import { stageOutputsFrom } from '#ops/stage/stack-outputs-reader.ts'
+import { openDeployedStage, type StageTarget } from '#ops/stage/stage-target-resolver.ts'
 import {
   CONTROL_SECRET_VARIABLE,
   controlSecretCredentials,

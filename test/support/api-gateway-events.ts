@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs'
 import type { APIGatewayProxyEvent, APIGatewayTokenAuthorizerEvent, Context } from 'aws-lambda'
-import { type KeySyncEvent, SCHEDULED_EVENT } from '#functions/key-sync/key-sync-handler.ts'
+import { type KeySyncEvent, SCHEDULED_EVENT } from '#functions/key-sync/key-sync-events.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { RouteDefinition } from '#shared/config/routes-config.ts'
-import type { ApiEvent } from '#shared/middleware/http-types.ts'
+import type { ApiEvent } from '#shared/http/http-types.ts'
 
 /**
  * The recorded-shape API Gateway events in test/fixtures, adapted per route. Each call returns a

@@ -1,6 +1,6 @@
-import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
-import { ApiGatewayAuthorizerCacheFlusher } from '#functions/key-sync/authorizer-cache-flusher.ts'
 import { type KeySyncDependencies, keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
+import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
+import { ApiGatewayAuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import type { Clock } from '#shared/time/clock.ts'

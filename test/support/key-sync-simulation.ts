@@ -1,15 +1,13 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { GetCommand } from '@aws-sdk/lib-dynamodb'
 import type { Context } from 'aws-lambda'
-import { ApiGatewayKeySource } from '#functions/key-sync/api-gateway-key-source.ts'
-import { ApiGatewayAuthorizerCacheFlusher } from '#functions/key-sync/authorizer-cache-flusher.ts'
-import { TokenBucketPacer } from '#functions/key-sync/call-pacer.ts'
 import { KEY_SYNC_CALL_RATE } from '#functions/key-sync/key-sync-dependencies.ts'
-import {
-  type KeySyncEvent,
-  type KeySyncResult,
-  keySyncHandler,
-} from '#functions/key-sync/key-sync-handler.ts'
+import type { KeySyncEvent } from '#functions/key-sync/key-sync-events.ts'
+import { keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
+import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
+import { ApiGatewayAuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
+import { TokenBucketPacer } from '#keys/call-pacer.ts'
+import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { ensureTable } from '#local/embedded-dynamo.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { createDocumentClient } from '#shared/data/dynamo-client.ts'

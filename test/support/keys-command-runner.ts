@@ -1,4 +1,4 @@
-import { runKeysCommand } from '#ops/keys-command.ts'
+import { runKeysCommand } from '#ops/keys/keys-command.ts'
 import { CONTROL_SECRET_VARIABLE } from '#shared/config/local-control-config.ts'
 
 export interface KeysCommandResult {

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { LocalKeys } from '#local/control-plane-bootstrap.ts'
+import type { LocalKeys } from '#local/control-plane/control-plane-bootstrap.ts'
 import type { StartLocalOptions } from '#local/local-server.ts'
 import { assertKeepsContract } from '#openapi/contract-validator.ts'
 

@@ -5,11 +5,9 @@ import {
   GetUsagePlansCommand,
 } from '@aws-sdk/client-api-gateway'
 import { beforeEach, describe, expect, it } from 'vitest'
-import {
-  ApiGatewayKeySource,
-  DISABLE_AFTER_TAG,
-} from '#functions/key-sync/api-gateway-key-source.ts'
-import type { CallPacer } from '#functions/key-sync/call-pacer.ts'
+import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
+import type { CallPacer } from '#keys/call-pacer.ts'
+import { DISABLE_AFTER_TAG } from '#keys/key-verdicts.ts'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import {

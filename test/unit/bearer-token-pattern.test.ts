@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { generateApiKey } from '#local/control-plane-bootstrap.ts'
-import { generateKeyValue } from '#local/control-plane-store.ts'
+import { generateApiKey } from '#local/control-plane/control-plane-bootstrap.ts'
+import { generateKeyValue } from '#local/control-plane/control-plane-store.ts'
 import { BEARER_TOKEN_VALIDATION_PATTERN } from '#shared/auth/bearer-token.ts'
 import { PLAN_NAMES } from '#shared/config/plans-config.ts'
 import {

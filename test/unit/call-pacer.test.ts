@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { TokenBucketPacer } from '#functions/key-sync/call-pacer.ts'
+import { TokenBucketPacer } from '#keys/call-pacer.ts'
 
 /** A clock that only sleeping moves, recording when each call went out. */
 const pacedRun = async (calls: number, burst: number, perSecond: number) => {

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { ControlPlaneFileError, parseControlPlaneFile } from '#local/control-plane-store.ts'
+import {
+  ControlPlaneFileError,
+  parseControlPlaneFile,
+} from '#local/control-plane/control-plane-store.ts'
 
 /**
  * The local control plane's file as `npm start` reads it: one it cannot use is named with where

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest'
 import { ERROR_MESSAGES, ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
 import { HttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
 import { JSON_CONTENT_TYPE } from '#shared/http/http-response.ts'
+import type { ApiEvent } from '#shared/http/http-types.ts'
 import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
-import type { ApiEvent } from '#shared/middleware/http-types.ts'
 import {
   lambdaContext,
   FIXTURE_REQUEST_ID as REQUEST_ID,

@@ -1,9 +1,9 @@
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
 import { mockClient } from 'aws-sdk-client-mock'
 import { describe, expect, it } from 'vitest'
-import { runKeysCommand } from '#ops/keys-command.ts'
-import { AwsStageSync } from '#ops/stage-sync-client.ts'
-import type { StageTarget } from '#ops/stage-target-resolver.ts'
+import { runKeysCommand } from '#ops/keys/keys-command.ts'
+import { AwsStageSync } from '#ops/keys/stage-sync-client.ts'
+import type { StageTarget } from '#ops/stage/stage-target-resolver.ts'
 import type { KeySyncState } from '#shared/data/key-sync-state-repository.ts'
 
 /**

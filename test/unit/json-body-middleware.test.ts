@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { JSON_CONTENT_TYPE, jsonResponse } from '#shared/http/http-response.ts'
+import type { ApiEvent } from '#shared/http/http-types.ts'
 import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
-import type { ApiEvent } from '#shared/middleware/http-types.ts'
 import { jsonBodyMiddleware, MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
 import {
   FIXTURE_REQUEST_ID,

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { locateJsonError } from '#local/json-error-locator.ts'
+import { locateJsonError } from '#local/control-plane/json-error-locator.ts'
 
 describe('JSON error locator', () => {
   it('finds an error exactly where JSON.parse does, and none in JSON', () => {

@@ -1,15 +1,9 @@
 import type { CloudFormationCustomResourceEvent, Context } from 'aws-lambda'
 import { beforeEach, describe, expect, it, vi } from 'vitest'
-import type {
-  KeySource,
-  KeySourceSnapshot,
-  ReadOptions,
-} from '#functions/key-sync/api-gateway-key-source.ts'
-import {
-  type KeySyncEvent,
-  keySyncHandler,
-  type MetricSink,
-} from '#functions/key-sync/key-sync-handler.ts'
+import type { KeySyncEvent } from '#functions/key-sync/key-sync-events.ts'
+import { keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
+import type { MetricSink } from '#functions/key-sync/key-sync-report.ts'
+import type { KeySource, KeySourceSnapshot, ReadOptions } from '#keys/api-gateway-key-source.ts'
 import type { KeyMirrorEntry, KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import type { DiffScope, MirrorDiff, ReplaceAllResult } from '#shared/data/key-mirror-repository.ts'

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { KEYS_USAGE, runKeysCommand, type TargetOpener } from '#ops/keys-command.ts'
-import { localServerOrigin, openStageTarget } from '#ops/stage-target-resolver.ts'
+import { KEYS_USAGE, runKeysCommand, type TargetOpener } from '#ops/keys/keys-command.ts'
+import { localServerOrigin, openStageTarget } from '#ops/stage/stage-target-resolver.ts'
 import { keyValuesIn, maskingArguments } from '#shared/auth/key-value-mask.ts'
 
 /**

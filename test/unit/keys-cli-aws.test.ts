@@ -4,12 +4,16 @@ import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb'
 import { mockClient } from 'aws-sdk-client-mock'
 import { describe, expect, it } from 'vitest'
-import { stackName } from '#infra/config/stack-names-config.ts'
 import { STAGE_NAMES } from '#infra/config/stage-config.ts'
-import { parseDuration } from '#ops/keys-command.ts'
-import { readStackOutputs } from '#ops/stack-outputs-reader.ts'
-import { AwsStageSync, CLI_SYNC_EVENT, isRetryableSyncFailure } from '#ops/stage-sync-client.ts'
-import { DEPLOYED_STAGES, localOrigin, openStageTarget } from '#ops/stage-target-resolver.ts'
+import { parseDuration } from '#ops/keys/keys-command.ts'
+import {
+  AwsStageSync,
+  CLI_SYNC_EVENT,
+  isRetryableSyncFailure,
+} from '#ops/keys/stage-sync-client.ts'
+import { readStackOutputs } from '#ops/stage/stack-outputs-reader.ts'
+import { DEPLOYED_STAGES, localOrigin, openStageTarget } from '#ops/stage/stage-target-resolver.ts'
+import { stackName } from '#shared/config/stack-names-config.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 

@@ -1,7 +1,7 @@
 import type { APIGatewayAuthorizerResult } from 'aws-lambda'
 import { describe, expect, it } from 'vitest'
-import { AuthorizerCache, toAuthorization } from '#local/authorizer-cache.ts'
-import { secretDigest } from '#local/secret-digest.ts'
+import { AuthorizerCache, toAuthorization } from '#local/gateway/authorizer-cache.ts'
+import { secretDigest } from '#local/gateway/secret-digest.ts'
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0)
 const HEADER = 'Bearer key-0123456789abcdefghij'

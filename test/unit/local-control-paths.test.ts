@@ -1,6 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import { describe, expect, it } from 'vitest'
-import { isLoopback, withControlPaths } from '#local/control-plane-handler.ts'
+import { isLoopback, withControlPaths } from '#local/control-plane/control-plane-handler.ts'
 
 /**
  * The local control plane shares the server with the API but never answers another machine:

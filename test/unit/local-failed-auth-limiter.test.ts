@@ -3,7 +3,7 @@ import {
   FAILED_AUTH_LIMIT,
   FAILED_AUTH_WINDOW_MS,
   FailedAuthLimiter,
-} from '#local/failed-auth-limiter.ts'
+} from '#local/gateway/failed-auth-limiter.ts'
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0)
 

@@ -1,17 +1,16 @@
 import { EventEmitter } from 'node:events'
 import type { APIGatewayAuthorizerResult } from 'aws-lambda'
 import { describe, expect, it, vi } from 'vitest'
-import { type Authorization, AuthorizerCache } from '#local/authorizer-cache.ts'
+import { type Authorization, AuthorizerCache } from '#local/gateway/authorizer-cache.ts'
+import { readBody } from '#local/gateway/gateway-http.ts'
+import { matchRoute } from '#local/gateway/gateway-routes.ts'
 import {
   authorizeRequest,
-  gatewayHeaders,
-  matchRoute,
-  proxyEventOf,
-  readBody,
   type TokenAuthorizer,
   usagePlanVerdict,
-} from '#local/local-gateway.ts'
-import { UsagePlanThrottle } from '#local/usage-plan-throttle.ts'
+} from '#local/gateway/local-gateway.ts'
+import { gatewayHeaders, proxyEventOf } from '#local/gateway/proxy-event.ts'
+import { UsagePlanThrottle } from '#local/gateway/usage-plan-throttle.ts'
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 
 /**

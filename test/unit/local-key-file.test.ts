@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { LocalKeyFileError, parseKeyFile } from '#local/legacy-key-file.ts'
+import { LocalKeyFileError, parseKeyFile } from '#local/control-plane/legacy-key-file.ts'
 
 /**
  * The local key file as `npm start` and `npm run keys` read it: a file that cannot be used is

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { UsagePlanThrottle } from '#local/usage-plan-throttle.ts'
+import { UsagePlanThrottle } from '#local/gateway/usage-plan-throttle.ts'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
 import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
 import { SUSPENSION_MS } from '#shared/rate-limit/rate-limit-windows.ts'

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import type { LocalKeys } from '#local/control-plane-bootstrap.ts'
+import type { LocalKeys } from '#local/control-plane/control-plane-bootstrap.ts'
 import { readLocalConfig } from '#local/local-config.ts'
 import { startBanner } from '#local/start-banner.ts'
 

@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from 'vitest'
 import { ListPetsQuerySchema, NewPetSchema, PetPathSchema } from '#shared/domain/pet-schema.ts'
 import { JSON_CONTENT_TYPE, jsonResponse } from '#shared/http/http-response.ts'
+import type { ApiEvent } from '#shared/http/http-types.ts'
 import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
-import type { ApiEvent } from '#shared/middleware/http-types.ts'
 import { jsonBodyMiddleware } from '#shared/middleware/json-body-middleware.ts'
 import {
   type RequestInput,

@@ -14,7 +14,7 @@ import {
   CreateStackCommand,
   DescribeStacksCommand,
 } from '@aws-sdk/client-cloudformation'
-import { stackName } from '#infra/config/stack-names-config.ts'
+import { stackName } from '#shared/config/stack-names-config.ts'
 
 /**
  * A deployed stage as far as moto (an AWS emulator this project did not write) can hold one:
@@ -23,7 +23,7 @@ import { stackName } from '#infra/config/stack-names-config.ts'
  * synthesized API template, since moto's CloudFormation cannot create that stack (no
  * AWS::ApiGateway::Stage, and it fails on AWS::Lambda::Version); and a stack carrying the API
  * stack's outputs, resolved against what was made, so the tools find the stage as they find a
- * deployed one (ops/stack-outputs-reader.ts).
+ * deployed one (ops/stage/stack-outputs-reader.ts).
  */
 
 /** moto's endpoint, from .ci/moto.sh. */

@@ -1,0 +1,229 @@
+import { randomBytes } from 'node:crypto'
+import { rename } from 'node:fs/promises'
+import { stageTags, usagePlanSpecs } from '#keys/usage-plans-config.ts'
+import { IN_MEMORY } from '#local/embedded-dynamo.ts'
+import {
+  PLAN_DISPLAY_NAMES,
+  PLAN_NAMES,
+  type PlanLimits,
+  type PlanName,
+} from '#shared/config/plans-config.ts'
+import {
+  type ControlPlaneStore,
+  LOCAL_API_STAGE,
+  type StoredUsagePlan,
+} from './control-plane-store.ts'
+import { keyFilePath, readKeyFile } from './legacy-key-file.ts'
+
+/** What a start did about keys, for the banner (key values only of keys it created). */
+export interface LocalKeys {
+  /** Keys this start created, one per plan, because the stage had no enabled key: printed once. */
+  created: { plan: PlanName; key: string }[]
+  /** Keys of PETSTORE_API_KEYS, by their control-plane id (never printed). */
+  fromEnv: { plan: PlanName; id: string }[]
+  /** Other enabled keys of the local stage. */
+  others: number
+  /** Keys moved in from the key file of earlier versions by this start. */
+  imported: number
+  /** The control plane's file, or undefined with `:memory:`. */
+  file: string | undefined
+}
+
+export interface LocalKeySources {
+  dataDir: string
+  apiKeys: { plan: PlanName; key: string }[]
+  enterpriseLimits: PlanLimits
+}
+
+/** The local stage's name in plan names and tags: `petstore-local-free`, as CDK names them. */
+const LOCAL_STAGE_NAME = 'local'
+
+/** A key the local server makes itself: its plan shows in the value, as the README prints it. */
+export const generateApiKey = (plan: PlanName): string =>
+  `${plan}-${randomBytes(18).toString('base64url')}`
+
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
+
+const onLocalStage = (plan: StoredUsagePlan) =>
+  plan.apiStages.some(
+    (stage) => stage.apiId === LOCAL_API_STAGE.apiId && stage.stage === LOCAL_API_STAGE.stage,
+  )
+
+/**
+ * Whether a key is on a usage plan of the local stage: API Gateway refuses any other key with
+ * 403 (methods require an API key, key source AUTHORIZER), whatever the authorizer answered.
+ */
+export const isKeyOnLocalStage = (store: ControlPlaneStore, keyId: string): boolean =>
+  store.plansOfKey(keyId).some(onLocalStage)
+
+/**
+ * The four plans exactly as the CDK makes them for a stage (usagePlanSpecs: name, description,
+ * backstop throttle and DAY quota, the plan tags and the stacks' tags), on the local stage. A
+ * start with other ENTERPRISE_LIMITS updates them, as a deploy with other context would.
+ */
+const ensureStandardPlans = async (
+  store: ControlPlaneStore,
+  enterpriseLimits: PlanLimits,
+): Promise<Record<PlanName, string>> => {
+  const ids: Partial<Record<PlanName, string>> = {}
+  for (const spec of usagePlanSpecs(LOCAL_STAGE_NAME, enterpriseLimits)) {
+    const tags = { ...spec.tags, ...stageTags(LOCAL_STAGE_NAME) }
+    const quota = { limit: spec.dailyQuota, offset: 0, period: 'DAY' as const }
+    let plan = store.usagePlans().find((candidate) => candidate.name === spec.name)
+    if (!plan) {
+      plan = await store.createUsagePlan({
+        name: spec.name,
+        description: spec.description,
+        apiStages: [{ ...LOCAL_API_STAGE }],
+        throttle: spec.throttle,
+        quota,
+        tags,
+      })
+    } else {
+      const operations = [
+        ...(onLocalStage(plan)
+          ? []
+          : [
+              {
+                op: 'add',
+                path: '/apiStages',
+                value: `${LOCAL_API_STAGE.apiId}:${LOCAL_API_STAGE.stage}`,
+              },
+            ]),
+        ...(plan.description === spec.description
+          ? []
+          : [{ op: 'replace', path: '/description', value: spec.description }]),
+        ...(sameJson(plan.throttle, spec.throttle)
+          ? []
+          : [
+              {
+                op: 'replace',
+                path: '/throttle/rateLimit',
+                value: String(spec.throttle.rateLimit),
+              },
+              {
+                op: 'replace',
+                path: '/throttle/burstLimit',
+                value: String(spec.throttle.burstLimit),
+              },
+            ]),
+        ...(sameJson(plan.quota, quota)
+          ? []
+          : [
+              { op: 'replace', path: '/quota/limit', value: String(quota.limit) },
+              { op: 'replace', path: '/quota/period', value: quota.period },
+            ]),
+      ]
+      if (operations.length > 0) await store.updateUsagePlan(plan.id, operations)
+      if (Object.entries(tags).some(([key, value]) => plan?.tags[key] !== value)) {
+        await store.tag(`/usageplans/${plan.id}`, tags)
+      }
+    }
+    ids[spec.plan] = plan.id
+  }
+  return ids as Record<PlanName, string>
+}
+
+/** Puts a key on one plan of the local stage (off any other plan of it). */
+const placeOnPlan = async (store: ControlPlaneStore, keyId: string, usagePlanId: string) => {
+  for (const plan of store.plansOfKey(keyId)) {
+    if (plan.id !== usagePlanId && onLocalStage(plan)) await store.detachKey(plan.id, keyId)
+  }
+  if (!store.plansOfKey(keyId).some((plan) => plan.id === usagePlanId)) {
+    await store.attachKey(usagePlanId, keyId)
+  }
+}
+
+/**
+ * Gets the local control plane ready before anything else starts: the four plans, the keys of
+ * the key file of earlier versions (moved in once; the file is then renamed `.imported`), the
+ * keys of PETSTORE_API_KEYS (enabled, on the plan the variable names, on every start) and, when
+ * the stage has no enabled key at all, one new key per plan. An unusable key file throws
+ * LocalKeyFileError: the server does not start on it.
+ */
+export const bootstrapControlPlane = async (
+  store: ControlPlaneStore,
+  { dataDir, apiKeys, enterpriseLimits }: LocalKeySources,
+): Promise<LocalKeys> => {
+  const legacyFile = dataDir === IN_MEMORY ? undefined : keyFilePath(dataDir)
+  const legacyKeys = legacyFile ? await readKeyFile(legacyFile) : []
+  const planIds = await ensureStandardPlans(store, enterpriseLimits)
+
+  let imported = 0
+  for (const entry of legacyKeys) {
+    // Revoked keys stay revoked: they are not moved.
+    if (entry.revokedAt !== undefined || store.apiKeyByValue(entry.key)) continue
+    const createdDate = Date.parse(entry.createdAt)
+    const key = await store.createApiKey({
+      name: `imported-${entry.plan}`,
+      value: entry.key,
+      enabled: true,
+      ...(Number.isFinite(createdDate) ? { createdDate } : {}),
+      tags: { 'petstore:source': 'api-keys.json' },
+    })
+    await store.attachKey(planIds[entry.plan], key.id)
+    imported += 1
+  }
+  // Moved: a key revoked later with `npm run keys` must not come back from the old file.
+  if (legacyFile && legacyKeys.length > 0) await rename(legacyFile, `${legacyFile}.imported`)
+
+  const fromEnv: LocalKeys['fromEnv'] = []
+  for (const { plan, key: value } of apiKeys) {
+    let key = store.apiKeyByValue(value)
+    key ??= await store.createApiKey({
+      name: `env-${plan}`,
+      value,
+      enabled: true,
+      tags: { 'petstore:source': 'PETSTORE_API_KEYS' },
+    })
+    if (!key.enabled)
+      await store.updateApiKey(key.id, [{ op: 'replace', path: '/enabled', value: 'true' }])
+    await placeOnPlan(store, key.id, planIds[plan])
+    fromEnv.push({ plan, id: key.id })
+  }
+
+  const stagePlans = store.usagePlans().filter(onLocalStage)
+  const enabledKeyIds = () =>
+    new Set(
+      stagePlans
+        .flatMap((plan) => store.planKeyIds(plan.id))
+        .filter((id) => store.apiKey(id).enabled),
+    )
+  const created: LocalKeys['created'] = []
+  if (enabledKeyIds().size === 0) {
+    for (const plan of PLAN_NAMES) {
+      const key = await store.createApiKey({
+        name: `first-${plan}`,
+        value: generateApiKey(plan),
+        enabled: true,
+      })
+      await store.attachKey(planIds[plan], key.id)
+      created.push({ plan, key: key.value })
+    }
+  }
+  return {
+    created,
+    fromEnv,
+    others: enabledKeyIds().size - created.length - new Set(fromEnv.map((entry) => entry.id)).size,
+    imported,
+    file: store.file,
+  }
+}
+
+/**
+ * The local stage's counterpart of a deployed stage's stack outputs (the names are the API
+ * stack's), so the keys CLI and the smoke test find a local stage as they find a deployed one.
+ */
+export const localOutputs = (store: ControlPlaneStore, baseUrl: string): Record<string, string> => {
+  const outputs: Record<string, string> = {
+    BaseUrl: baseUrl,
+    RestApiId: LOCAL_API_STAGE.apiId,
+    StageName: LOCAL_API_STAGE.stage,
+  }
+  for (const plan of PLAN_NAMES) {
+    const name = `petstore-${LOCAL_STAGE_NAME}-${plan}`
+    const found = store.usagePlans().find((candidate) => candidate.name === name)
+    if (found) outputs[`${PLAN_DISPLAY_NAMES[plan]}UsagePlanId`] = found.id
+  }
+  return outputs
+}

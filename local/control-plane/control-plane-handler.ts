@@ -1,0 +1,198 @@
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
+import type { KeySyncResult } from '#keys/key-sync-contract.ts'
+import { LOCAL_CONTROL_PREFIX, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
+import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
+import type { HeldRemoval } from '#shared/data/key-sync-state-repository.ts'
+import { ControlPlaneError } from './control-plane-error.ts'
+import { controlPlaneRefusal } from './control-plane-guard.ts'
+import { badRequest } from './control-plane-json.ts'
+import { managementApi } from './control-plane-routes.ts'
+import type { ControlPlaneStore } from './control-plane-store.ts'
+
+/**
+ * The local server's control paths, beside the API under `/v1` and never reachable from another
+ * machine: the part of API Gateway's management API this project uses, at
+ * `/_local/apigateway` (an APIGatewayClient with `endpoint: <origin>/_local/apigateway`, any
+ * region and dummy credentials works unchanged), and three local stand-ins for what a deployed
+ * stage offers otherwise:
+ * - `GET /_local/outputs`: the stage's "stack outputs" (BaseUrl, RestApiId, <Plan>UsagePlanId...);
+ * - `POST /_local/key-sync`: a key sync run, as invoking the key-sync function does on AWS (a
+ *   body `{"confirmRemovals": [<key id>...]}` is an operator's confirmation of held removals);
+ * - `GET /_local/key-sync/held`: the removals the key sync holds, as its state item keeps them;
+ * - `GET /_local/key-mirror/{keyHash}`: the mirror item of a key hash, as a GetItem would read it;
+ * - `POST /_local/key-usage`: the rate limiter's usage and suspensions, as the keys CLI reads (and
+ *   lifts) them in a deployed stage's table (shared/rate-limit/key-usage-requests.ts).
+ */
+export { MANAGEMENT_API_PATH }
+
+export interface ControlPlaneHandlerOptions {
+  store: ControlPlaneStore
+  /** FlushStageAuthorizersCache of the local stage: clears the local gateway's cache. */
+  flushAuthorizerCache: () => void
+  /** Requests the local gateway let through today for a key value (GetUsage). */
+  usedToday: (keyValue: string) => number
+  /**
+   * Runs a key sync that starts after this call (undefined until the server listens); with key
+   * ids, the run is an operator's confirmation of the held removals they name.
+   */
+  runKeySync: (confirmRemovals?: readonly string[]) => Promise<KeySyncResult>
+  /** The removals the key sync holds, by group (its state item's heldRemovals). */
+  heldRemovals?: () => Promise<Record<string, HeldRemoval>>
+  mirrorItem: (keyHash: string) => Promise<KeyMirrorItem | undefined>
+  /** `POST /_local/key-usage`: the rate limiter's counts and suspensions (key-usage-requests.ts). */
+  keyUsage?: (body: Record<string, unknown>) => Promise<unknown>
+  outputs: () => Record<string, string>
+  clock: () => number
+  /** What every request that reads or changes keys must carry (control-plane-secret.ts). */
+  secret: string
+  onError?: (message: string, error: unknown) => void
+}
+
+/** Loopback only: a server started with HOST=0.0.0.0 must not hand out keys to the network. */
+export const isLoopback = (address: string | undefined): boolean =>
+  address !== undefined &&
+  (address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.'))
+
+/**
+ * The server's one request listener: control paths from loopback go to the control plane,
+ * everything else (another machine's request for them included) to the gateway, which answers
+ * what it does not route with 404 route_not_found.
+ */
+export const withControlPaths =
+  (control: RequestListener, gateway: RequestListener): RequestListener =>
+  (req, res) => {
+    const isControl = (req.url ?? '').startsWith(`${LOCAL_CONTROL_PREFIX}/`)
+    return isControl && isLoopback(req.socket.remoteAddress) ? control(req, res) : gateway(req, res)
+  }
+
+const MAX_BODY_BYTES = 1024 * 1024
+
+const readJson = (req: IncomingMessage, res: ServerResponse): Promise<Record<string, unknown>> =>
+  new Promise((resolve, reject) => {
+    if (/100-continue/i.test(req.headers.expect ?? '')) res.writeContinue()
+    const chunks: Buffer[] = []
+    let size = 0
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= MAX_BODY_BYTES) chunks.push(chunk)
+    })
+    req.on('error', reject)
+    req.on('end', () => {
+      if (size > MAX_BODY_BYTES) return reject(badRequest('Request body too large'))
+      const text = Buffer.concat(chunks).toString('utf8')
+      if (text.trim() === '') return resolve({})
+      try {
+        const parsed: unknown = JSON.parse(text)
+        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+          return reject(badRequest('Request body must be a JSON object'))
+        }
+        resolve(parsed as Record<string, unknown>)
+      } catch {
+        reject(badRequest('Request body is not valid JSON'))
+      }
+    })
+  })
+
+const send = (res: ServerResponse, status: number, body?: unknown, type?: string) => {
+  const text = body === undefined ? '' : JSON.stringify(body)
+  res.statusCode = status
+  res.setHeader('Content-Type', 'application/json')
+  if (type) res.setHeader('x-amzn-ErrorType', type)
+  res.setHeader('Content-Length', Buffer.byteLength(text))
+  res.end(text)
+}
+
+/**
+ * A refusal in the Error body (`code`, `message`, `status`), the code being the exception API
+ * Gateway names in `x-amzn-ErrorType`, which the AWS SDKs read.
+ */
+const sendError = (res: ServerResponse, error: ControlPlaneError) =>
+  send(
+    res,
+    error.status,
+    { code: error.type, message: error.message, status: error.status },
+    error.type,
+  )
+
+export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): RequestListener => {
+  const managementCalls = managementApi(options)
+
+  const local = async (
+    method: string,
+    segments: string[],
+    body: () => Promise<Record<string, unknown>>,
+  ): Promise<{ status: number; body?: unknown }> => {
+    const [name, id] = segments
+    if (name === 'key-usage' && method === 'POST' && id === undefined && options.keyUsage) {
+      return { status: 200, body: await options.keyUsage(await body()) }
+    }
+    if (name === 'outputs' && method === 'GET' && id === undefined) {
+      return { status: 200, body: options.outputs() }
+    }
+    if (name === 'key-sync' && method === 'POST' && id === undefined) {
+      const { confirmRemovals } = await body()
+      if (confirmRemovals === undefined) return { status: 200, body: await options.runKeySync() }
+      if (!Array.isArray(confirmRemovals) || !confirmRemovals.every((v) => typeof v === 'string')) {
+        throw badRequest('confirmRemovals takes the key ids a held removal lists')
+      }
+      return { status: 200, body: await options.runKeySync(confirmRemovals) }
+    }
+    if (name === 'key-sync' && method === 'GET' && id === 'held' && options.heldRemovals) {
+      return { status: 200, body: await options.heldRemovals() }
+    }
+    if (name === 'key-mirror' && method === 'GET' && id !== undefined && segments.length === 2) {
+      const item = await options.mirrorItem(id)
+      if (!item) throw new ControlPlaneError(404, 'NotFoundException', 'Not in the key mirror')
+      return { status: 200, body: item }
+    }
+    throw new ControlPlaneError(404, 'NotFoundException', 'Unknown local control path')
+  }
+
+  return (req, res) => {
+    const refusal = controlPlaneRefusal(req, options.secret)
+    if (refusal) {
+      // Nothing of the request is read; the connection closes so an unread body cannot linger.
+      res.setHeader('Connection', 'close')
+      sendError(res, refusal)
+      req.resume()
+      return
+    }
+    const url = URL.parse(req.url ?? '/', 'http://local')
+    const method = (req.method ?? 'GET').toUpperCase()
+    const segments = (url?.pathname ?? '')
+      .slice(LOCAL_CONTROL_PREFIX.length + 1)
+      .split('/')
+      .filter((segment) => segment.length > 0)
+    const body = () => readJson(req, res)
+    const answer =
+      segments[0] === 'apigateway'
+        ? managementCalls(
+            method,
+            segments.slice(1),
+            url?.searchParams ?? new URLSearchParams(),
+            body,
+          )
+        : local(method, segments, body)
+    answer.then(
+      (result) => {
+        // Drain an unread body so the connection stays usable.
+        req.resume()
+        send(res, result.status, result.body)
+      },
+      (error: unknown) => {
+        req.resume()
+        if (error instanceof ControlPlaneError) {
+          sendError(res, error)
+          return
+        }
+        options.onError?.('Local control plane failed', error)
+        send(
+          res,
+          500,
+          { code: 'InternalFailure', message: 'Internal error', status: 500 },
+          'InternalFailure',
+        )
+      },
+    )
+  }
+}

@@ -1,0 +1,216 @@
+import {
+  type APIGatewayClient,
+  type ApiKey,
+  BadRequestException,
+  GetApiKeyCommand,
+  GetApiKeysCommand,
+  NotFoundException,
+} from '@aws-sdk/client-api-gateway'
+import { type CallPacer, unpaced } from '#keys/call-pacer.ts'
+import { PAGE_SIZE, readWholeListing } from '#keys/management-listing.ts'
+import type { StageOutputs } from '#ops/stage/stack-outputs-reader.ts'
+import { shownArgument } from '#shared/auth/key-value-mask.ts'
+import { type Clock, systemClock } from '#shared/time/clock.ts'
+import { causeOf, Interrupted, isThrottled, KeyAdminError } from './key-admin-error.ts'
+import { permissionAdvice } from './management-permissions-config.ts'
+import type { StageSync } from './stage-sync-client.ts'
+
+export interface KeyAdminOptions {
+  client: APIGatewayClient
+  outputs: StageOutputs
+  sync: StageSync
+  /** The stage's name in plan names and tags (`local`, `staging`, `production`). */
+  stage: string
+  /** The Region in the ARNs TagResource takes. */
+  region: string
+  pacer?: CallPacer
+  clock?: Clock
+  sleep?: (ms: number) => Promise<void>
+  /** How long a command waits for the key mirror to show its change. */
+  mirrorWaitMs?: number
+  /**
+   * The keys CLI's command line for this stage, which messages name for a fix by hand
+   * (`npm run keys -- --stage production`); default `npm run keys --`.
+   */
+  keysCommand?: string
+  warn?: (message: string) => void
+  /**
+   * Aborted on Ctrl-C or SIGTERM: a management call under way finishes (its outcome is then
+   * known), the command stops at its next step and undoes a change left halfway; the wait for the
+   * mirror ends at once.
+   */
+  signal?: AbortSignal | undefined
+}
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/**
+ * The management calls every keys command makes, and what they share: the stage, the pacer and the
+ * count of calls, the interruption, the pause. Paced, counted, and clear about a missing permission.
+ */
+export class ManagementCalls {
+  readonly client: APIGatewayClient
+  readonly outputs: StageOutputs
+  readonly sync: StageSync
+  readonly stage: string
+  readonly region: string
+  readonly pacer: CallPacer
+  readonly clock: Clock
+  readonly sleep: (ms: number) => Promise<void>
+  readonly mirrorWaitMs: number
+  readonly warn: (message: string) => void
+  readonly signal: AbortSignal | undefined
+  readonly options: KeyAdminOptions
+  /** The keys CLI's command line for this stage (KeyAdminOptions.keysCommand). */
+  readonly keysCommand: string
+
+  /** Management API calls made (each one paced). */
+  calls = 0
+
+  constructor(options: KeyAdminOptions) {
+    this.options = options
+    this.keysCommand = options.keysCommand ?? 'npm run keys --'
+    this.client = options.client
+    this.outputs = options.outputs
+    this.sync = options.sync
+    this.stage = options.stage
+    this.region = options.region
+    this.pacer = options.pacer ?? unpaced
+    this.clock = options.clock ?? systemClock
+    this.sleep = options.sleep ?? defaultSleep
+    this.mirrorWaitMs = options.mirrorWaitMs ?? 90_000
+    this.warn = options.warn ?? (() => undefined)
+    this.signal = options.signal
+  }
+
+  /** The exact command that revokes a key by hand. */
+  revokeCommand(keyId: string): string {
+    return `${this.keysCommand} revoke ${keyId}`
+  }
+
+  /**
+   * Every management call goes through here: paced, counted. A refusal for want of a permission
+   * ends the command at once with the action and resource to add to the role (retrying cannot
+   * cure it). No abort signal reaches the call: one under way finishes, so its outcome is known.
+   */
+  readonly send = (async (command: Parameters<APIGatewayClient['send']>[0]) => {
+    await this.pacer.take()
+    this.calls += 1
+    try {
+      return await this.client.send(command)
+    } catch (error) {
+      const { name, $metadata } = (error ?? {}) as {
+        name?: string
+        $metadata?: { httpStatusCode?: number }
+      }
+      if (name === 'AccessDeniedException' || $metadata?.httpStatusCode === 403) {
+        const operation = command.constructor.name
+        throw new KeyAdminError(
+          `API Gateway refused ${operation.replace(/Command$/, '')} (${causeOf(error)}): add ${permissionAdvice(operation, command.input as Record<string, unknown>, this.region)} to your role (docs/operations.md#iam-permissions)`,
+          { cause: error },
+        )
+      }
+      throw error
+    }
+  }) as APIGatewayClient['send']
+
+  /**
+   * Every page of a listing. A `position` seen before would start the listing over (or loop): that
+   * ends the command, naming the listing, rather than acting on part of it.
+   */
+  all<Item>(
+    listing: string,
+    page: (position: string | undefined) => Promise<{ items?: Item[]; position?: string }>,
+  ): Promise<Item[]> {
+    return readWholeListing(page, (failure) =>
+      failure.kind === 'repeated-position'
+        ? new KeyAdminError(
+            `API Gateway's ${listing} listing answered page ${failure.page} with a position it gave before: stopped rather than act on part of the listing; try again`,
+          )
+        : new KeyAdminError(
+            `API Gateway's ${listing} listing did not end after ${failure.pages} pages of ${PAGE_SIZE}`,
+          ),
+    )
+  }
+
+  /** Throws once the operator interrupted: called between the steps of a change. */
+  checkpoint() {
+    if (this.signal?.aborted) throw new Interrupted()
+  }
+
+  /** A pause of the wait that an interruption ends at once. */
+  async pause(ms: number) {
+    this.checkpoint()
+    const signal = this.signal
+    if (!signal) return this.sleep(ms)
+    let onAbort: (() => void) | undefined
+    const aborted = new Promise<void>((resolve) => {
+      onAbort = resolve
+      signal.addEventListener('abort', onAbort, { once: true })
+    })
+    await Promise.race([this.sleep(ms), aborted])
+    if (onAbort) signal.removeEventListener('abort', onAbort)
+    this.checkpoint()
+  }
+
+  async regionKeys(): Promise<ApiKey[]> {
+    return this.all('API keys (GetApiKeys)', (position) =>
+      this.send(new GetApiKeysCommand({ position, limit: PAGE_SIZE, includeValues: false })),
+    )
+  }
+
+  /** A key by id, or by its name when that names exactly one key; with its value. */
+  async key(idOrName: string): Promise<ApiKey & { id: string; value: string }> {
+    let key: ApiKey | undefined
+    try {
+      key = await this.send(new GetApiKeyCommand({ apiKey: idOrName, includeValue: true }))
+    } catch (error) {
+      if (!(error instanceof NotFoundException) && !(error instanceof BadRequestException)) {
+        throw error
+      }
+      const named = (
+        await this.all('API keys by name (GetApiKeys)', (position) =>
+          this.send(
+            new GetApiKeysCommand({
+              position,
+              limit: PAGE_SIZE,
+              nameQuery: idOrName,
+              includeValues: true,
+            }),
+          ),
+        )
+      ).filter((candidate) => candidate.name === idOrName)
+      if (named.length > 1) {
+        throw new KeyAdminError(
+          `${named.length} keys are named ${shownArgument(idOrName)}: use an id (${named.map((k) => k.id).join(', ')})`,
+        )
+      }
+      key = named[0]
+    }
+    if (!key?.id || !key.value) throw new KeyAdminError(`No API key ${shownArgument(idOrName)}`)
+    return key as ApiKey & { id: string; value: string }
+  }
+
+  /** Interrupted before the first change of a command: nothing to undo. */
+  beforeChange() {
+    if (this.signal?.aborted) {
+      throw new KeyAdminError('Interrupted (SIGINT or SIGTERM) before any change: nothing changed')
+    }
+  }
+
+  /** A read or call that throttling alone made fail, tried again (three tries after the SDK's). */
+  async retryingThrottled<T>(call: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await call()
+      } catch (error) {
+        if (!isThrottled(error) || attempt >= 3) throw error
+        await this.sleep(1_000 * attempt)
+      }
+    }
+  }
+
+  keyArn(keyId: string) {
+    return `arn:aws:apigateway:${this.region}::/apikeys/${keyId}`
+  }
+}

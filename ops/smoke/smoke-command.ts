@@ -1,0 +1,178 @@
+import { parseArgs } from 'node:util'
+import { KeyAdminError } from '#ops/keys/key-admin-error.ts'
+import type { KeyAdmin } from '#ops/keys/key-admin-service.ts'
+import type { CommandIo } from '#ops/keys/keys-command.ts'
+import {
+  localServerOrigin,
+  openStageTarget,
+  type StageTarget,
+} from '#ops/stage/stage-target-resolver.ts'
+import { maskingArguments } from '#shared/auth/key-value-mask.ts'
+import { runSmoke, type SmokeKeys, TemporaryKeyError } from './smoke-runner.ts'
+
+/**
+ * `npm run smoke -- …`: the smoke test of a running stage (smoke-runner.ts). Exit codes: 0 every
+ * check passed, 1 a check failed, the run was interrupted (or the stage could not be reached),
+ * 2 a usage error.
+ */
+const USAGE = `usage: npm run smoke -- [--stage staging|production [--region R]] [--base-url <url>] [--key <key>] [--allow-writes]
+  --stage S        a deployed stage: its BaseUrl (or --base-url, e.g. a custom domain) and a temporary
+                   key made and revoked with the keys CLI (needs the operator's AWS credentials)
+  --base-url URL   another server; with --key, that key is used as it is; without, the URL must be
+                   a local server (npm start), whose control plane makes the temporary key
+  (neither)        the local server where npm start listens (HOST, PORT)
+  --allow-writes   create a pet on a server given with --base-url and --key (the local server and
+                   staging are written to anyway; production never is: its checks are read-only)`
+
+/** The stage whose pet catalogue the smoke test never writes to. */
+const READ_ONLY_STAGE = 'production'
+
+/** The keys CLI for a server given by URL alone: the local server's, or a deployed stage's. */
+const keysCommandFor = (baseUrl: string | undefined): string => {
+  try {
+    return `npm run keys -- --url ${localServerOrigin(baseUrl ?? '')}`
+  } catch {
+    return 'npm run keys -- --stage <stage>'
+  }
+}
+
+/** The smoke test's management-API part: a temporary Free key, made and revoked with the keys CLI's service. */
+export const smokeKeys = (admin: KeyAdmin): SmokeKeys => {
+  // Revoking must work after an interruption, which stops the admin's own changes.
+  const cleanup = admin.uninterrupted()
+  return {
+    create: async (onCreated) => {
+      let madeId: string | undefined
+      try {
+        const key = await admin.createKey({
+          selector: { plan: 'free' },
+          name: `smoke-${new Date().toISOString()}`,
+          onCreated: ({ id }) => {
+            madeId = id
+            onCreated(id)
+          },
+        })
+        return { id: key.id, value: key.value, limits: key.limits }
+      } catch (error) {
+        // The service says whether a key it made is left; anything else may have left one.
+        const kept = error instanceof KeyAdminError ? error.keptKeyId : madeId
+        throw new TemporaryKeyError((error as Error).message, kept)
+      }
+    },
+    revoke: async (id) => {
+      try {
+        await cleanup.revoke(id)
+      } catch (error) {
+        throw new TemporaryKeyError(
+          (error as Error).message,
+          id,
+          error instanceof KeyAdminError && error.made,
+        )
+      }
+    },
+    revokeCommand: (id) => admin.revokeCommand(id),
+  }
+}
+
+export interface SmokeIo extends CommandIo {
+  /** Hears, while a temporary key exists, the line that names it and the command revoking it. */
+  onKeyLeft?: (line: string | undefined) => void
+}
+
+/** The CLI's whole run: `io` takes the process's streams and environment (tests pass their own). */
+export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise<number> => {
+  // A key given with --key (or typed where it does not belong) is repeated by no message.
+  const io: SmokeIo = {
+    ...smokeIo,
+    stdout: maskingArguments(argv, smokeIo.stdout),
+    stderr: maskingArguments(argv, smokeIo.stderr),
+  }
+  const say = (line: string) => io.stdout(`${line}\n`)
+  let values: {
+    stage?: string
+    region?: string
+    'base-url'?: string
+    key?: string
+    'allow-writes'?: boolean
+    help?: boolean
+  }
+  try {
+    values = parseArgs({
+      args: argv,
+      options: {
+        stage: { type: 'string' },
+        region: { type: 'string' },
+        'base-url': { type: 'string' },
+        key: { type: 'string' },
+        'allow-writes': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }).values
+  } catch (error) {
+    io.stderr(`smoke: ${(error as Error).message}\n${USAGE}\n`)
+    return 2
+  }
+  if (values.help) {
+    say(USAGE)
+    return 0
+  }
+  const baseUrl = values['base-url']?.replace(/\/+$/, '')
+  if (values.key !== undefined && baseUrl === undefined && values.stage === undefined) {
+    io.stderr(`smoke: --key needs --base-url or --stage\n${USAGE}\n`)
+    return 2
+  }
+  if (values.stage === READ_ONLY_STAGE && values['allow-writes']) {
+    io.stderr(
+      `smoke: --allow-writes: the smoke test never writes to ${READ_ONLY_STAGE}'s pet catalogue (its checks there are read-only)\n${USAGE}\n`,
+    )
+    return 2
+  }
+  // Writes go where no customer sees them: the local server and staging, or where the operator
+  // says so. A URL and a key alone may be production behind a custom domain.
+  const writes =
+    values.stage === undefined
+      ? values.key === undefined || values['allow-writes'] === true
+      : values.stage !== READ_ONLY_STAGE
+
+  let target: StageTarget | undefined
+  try {
+    if (values.stage !== undefined || values.key === undefined) {
+      target = await openStageTarget({
+        stage: values.stage,
+        url: values.stage === undefined && baseUrl ? new URL(baseUrl).origin : undefined,
+        region: values.region,
+        env: io.env,
+        warn: (message) => io.stderr(`warning: ${message}\n`),
+        signal: io.signal,
+      })
+    }
+    const admin = target?.admin
+    const keys: SmokeKeys | undefined =
+      admin && values.key === undefined ? smokeKeys(admin) : undefined
+    const result = await runSmoke({
+      baseUrl: baseUrl ?? (target?.outputs.baseUrl as string),
+      key: values.key,
+      keys,
+      writes,
+      report: say,
+      signal: io.signal,
+      keysCommand: admin?.keysCommand ?? keysCommandFor(baseUrl),
+      onTemporaryKey: (id) =>
+        io.onKeyLeft?.(
+          id === undefined || !keys
+            ? undefined
+            : `temporary key ${id} is left: revoke it with ${keys.revokeCommand(id)}`,
+        ),
+    })
+    return result.failed === 0 ? 0 : 1
+  } catch (error) {
+    const message =
+      error instanceof KeyAdminError
+        ? error.message
+        : `${(error as Error).name}: ${(error as Error).message}`
+    io.stderr(`smoke: ${message}\n`)
+    return 1
+  } finally {
+    target?.close()
+  }
+}
