@@ -98,13 +98,19 @@ const pass = async (
   })
   const moved = await movedEntries(source, snapshot, diff.staleItems)
   const movedHashes = new Set(moved.map(({ keyHash }) => keyHash))
+  const inScope = diff.staleItems.filter(({ keyHash }) => !movedHashes.has(keyHash))
   const deleted = await deletedKeys(source, diff.unlisted)
-  const staleItems = [
-    ...diff.staleItems.filter(({ keyHash }) => !movedHashes.has(keyHash)),
-    ...deleted,
-  ]
+  // Stale keys of the plans read that the key listing lacks too: deleted, once GetApiKey agrees
+  // (their removal is then never held), or a listing a moment behind (the guard judges them).
+  const unlistedInScope = inScope.filter(({ keyId }) => !snapshot.keys.has(keyId))
+  const confirmedDeleted = await deletedKeys(source, unlistedInScope)
+  const staleItems = [...inScope, ...deleted]
   const decision = decideRemovals({
-    deletedKeyIds: new Set([...snapshot.deletedKeyIds, ...deleted.map(({ keyId }) => keyId)]),
+    deletedKeyIds: new Set(
+      [...snapshot.deletedKeyIds, ...deleted, ...confirmedDeleted].map((item) =>
+        typeof item === 'string' ? item : item.keyId,
+      ),
+    ),
     mirrorSize: diff.mirrorSize,
     planSizes: diff.planSizes,
     staleItems,
