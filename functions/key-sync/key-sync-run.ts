@@ -106,11 +106,10 @@ const pass = async (
   const confirmedDeleted = await deletedKeys(source, unlistedInScope)
   const staleItems = [...inScope, ...deleted]
   const decision = decideRemovals({
-    deletedKeyIds: new Set(
-      [...snapshot.deletedKeyIds, ...deleted, ...confirmedDeleted].map((item) =>
-        typeof item === 'string' ? item : item.keyId,
-      ),
-    ),
+    deletedKeyIds: new Set([
+      ...snapshot.deletedKeyIds,
+      ...[...deleted, ...confirmedDeleted].map(({ keyId }) => keyId),
+    ]),
     mirrorSize: diff.mirrorSize,
     planSizes: diff.planSizes,
     staleItems,
