@@ -8,7 +8,7 @@ import {
 } from '@aws-sdk/client-api-gateway'
 import { ScanCommand } from '@aws-sdk/lib-dynamodb'
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { keySyncDependencies } from '#functions/key-sync/key-sync-dependencies.ts'
 import { keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
 import { ApiGatewayKeySource, type KeySourceSnapshot } from '#keys/api-gateway-key-source.ts'
@@ -465,7 +465,14 @@ describe('every keys CLI command with --stage staging, against moto and the loca
       (row) => row.name === 'pro-a',
     )?.id as string
     // The functions' own limiter on moto's table: 2 admitted, then 3 refusals suspend the key.
+    // The CLI reads "this minute" from Date: it is held at the limiter's instant, or a run that
+    // crosses a minute boundary (3.5 s on a busy machine) reads the next minute's 0.
     const now = Date.now()
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(now)
+    onTestFinished(() => {
+      vi.useRealTimers()
+    })
     const limiter = new DynamoRateLimiter({
       client: createDocumentClient({ endpoint: process.env.AWS_ENDPOINT_URL, region: 'us-east-1' }),
       tableName: stage.dataOutputs.RateLimitTableName as string,
