@@ -8,6 +8,7 @@ import {
   runScriptToExit,
   spawnScript,
   startInProcessServer,
+  statusOf,
 } from '#test/support/local-server.ts'
 import { startRuleProxy } from '#test/support/rule-proxy.ts'
 
@@ -48,8 +49,7 @@ const policyOf = async (key: string) => {
 }
 
 /** The status a key gets on its next request (the CLI says a change applies when it returns). */
-const statusNow = async (key: string) =>
-  (await apiClient(server.baseUrl, key).get('/pets?limit=1')).status
+const statusNow = (key: string) => statusOf(server.baseUrl, key)
 
 describe('npm run keys, locally', () => {
   it('prints a key that works on its first request (the real CLI process)', async () => {

@@ -1,12 +1,12 @@
-import { APIGatewayClient, TagResourceCommand } from '@aws-sdk/client-api-gateway'
+import { TagResourceCommand } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { keysCommandOn } from '#test/support/keys-command-runner.ts'
 import {
-  apiClient,
   type InProcessServer,
+  managementClient,
   startInProcessServer,
+  statusOf,
 } from '#test/support/local-server.ts'
 
 /**
@@ -15,11 +15,11 @@ import {
  * deployed stage.
  */
 let server: InProcessServer
-let origin: string
+let _origin: string
 
 beforeAll(async () => {
   server = await startInProcessServer({ PETSTORE_API_KEYS: '' })
-  origin = new URL(server.baseUrl).origin
+  _origin = new URL(server.baseUrl).origin
 })
 afterAll(async () => {
   await server?.stop()
@@ -28,8 +28,7 @@ afterAll(async () => {
 /** The keys CLI against the server (its secret, `--url` its origin). */
 const keys = (...args: string[]) => keysCommandOn(server)(...args)
 
-const status = async (key: string) =>
-  (await apiClient(server.baseUrl, key).get('/pets?limit=1')).status
+const status = (key: string) => statusOf(server.baseUrl, key)
 
 describe('keys held and keys confirm, locally', () => {
   it("holds a mistagged plan's keys until confirmed, then removes them", async () => {
@@ -50,11 +49,7 @@ describe('keys held and keys confirm, locally', () => {
     const key = made.stdout.trim()
     const keyId = /created key (\w+)/.exec(made.stderr)?.[1] as string
 
-    const management = new APIGatewayClient({
-      endpoint: `${origin}/_local/apigateway`,
-      region: 'us-east-1',
-      credentials: controlSecretCredentials(server.controlSecret),
-    })
+    const management = managementClient(server)
     try {
       await management.send(
         new TagResourceCommand({

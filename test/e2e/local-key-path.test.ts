@@ -1,5 +1,5 @@
 import {
-  APIGatewayClient,
+  type APIGatewayClient,
   CreateApiKeyCommand,
   CreateUsagePlanKeyCommand,
   DeleteApiKeyCommand,
@@ -7,15 +7,14 @@ import {
   UpdateApiKeyCommand,
 } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  CONTROL_SECRET_HEADER,
-  controlSecretCredentials,
-} from '#shared/config/local-control-config.ts'
+import { CONTROL_SECRET_HEADER } from '#shared/config/local-control-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import {
   apiClient,
   type InProcessServer,
+  managementClient,
   startInProcessServer,
+  statusOf,
 } from '#test/support/local-server.ts'
 
 /**
@@ -36,11 +35,7 @@ beforeAll(async () => {
     // Polling for a 401 is a stream of failed authentications from one address.
     { failedAuthLimit: 100_000 },
   )
-  client = new APIGatewayClient({
-    endpoint: server.managementEndpoint,
-    region: 'eu-west-1',
-    credentials: controlSecretCredentials(server.controlSecret),
-  })
+  client = managementClient(server)
   const { items = [] } = await client.send(new GetUsagePlansCommand({}))
   proPlanId = items.find((plan) => plan.name === 'petstore-local-pro')?.id as string
 })
@@ -52,7 +47,7 @@ afterAll(async () => {
 /** The status a key gets once the sync runs the changes so far started have finished. */
 const statusOnceSynced = async (key: string): Promise<number> => {
   await server.keySyncSettled()
-  return (await apiClient(server.baseUrl, key).get('/pets?limit=1')).status
+  return statusOf(server.baseUrl, key)
 }
 
 const newProKey = async (name: string) => {

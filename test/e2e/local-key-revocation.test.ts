@@ -1,5 +1,5 @@
 import {
-  APIGatewayClient,
+  type APIGatewayClient,
   CreateApiKeyCommand,
   CreateUsagePlanKeyCommand,
   DeleteApiKeyCommand,
@@ -11,7 +11,6 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type EmbeddedDynamo, IN_MEMORY, startEmbeddedDynamo } from '#local/embedded-dynamo.ts'
 import { LOCAL_TABLES } from '#local/local-environment.ts'
-import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { heldTimers } from '#test/support/held-timers.ts'
@@ -19,6 +18,7 @@ import { type LaggingReadProxy, startLaggingReadProxy } from '#test/support/lagg
 import {
   apiClient,
   type InProcessServer,
+  managementClient,
   startInProcessServer,
 } from '#test/support/local-server.ts'
 
@@ -58,11 +58,7 @@ beforeAll(async () => {
     // test moves the clock, so it starts every sync run itself.
     { clock, timers: heldTimers(), failedAuthLimit: 100_000 },
   )
-  client = new APIGatewayClient({
-    endpoint: server.managementEndpoint,
-    region: 'eu-west-1',
-    credentials: controlSecretCredentials(server.controlSecret),
-  })
+  client = managementClient(server)
   const { items = [] } = await client.send(new GetUsagePlansCommand({}))
   proPlanId = items.find((plan) => plan.name === 'petstore-local-pro')?.id as string
   documentClient = createDocumentClient({

@@ -1,17 +1,17 @@
 import {
-  APIGatewayClient,
+  type APIGatewayClient,
   CreateApiKeyCommand,
   CreateUsagePlanKeyCommand,
   GetUsagePlansCommand,
   UpdateApiKeyCommand,
 } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { heldTimers } from '#test/support/held-timers.ts'
 import {
-  apiClient,
   type InProcessServer,
+  managementClient,
   startInProcessServer,
+  statusOf,
 } from '#test/support/local-server.ts'
 
 /**
@@ -36,11 +36,7 @@ let planIds: string[]
 
 beforeAll(async () => {
   server = await startInProcessServer({ PETSTORE_API_KEYS: '' }, { clock, timers: heldTimers() })
-  client = new APIGatewayClient({
-    endpoint: server.managementEndpoint,
-    region: 'eu-west-1',
-    credentials: controlSecretCredentials(server.controlSecret),
-  })
+  client = managementClient(server)
   const { items = [] } = await client.send(new GetUsagePlansCommand({}))
   planIds = items.map((plan) => plan.id as string).sort()
 })
@@ -59,8 +55,7 @@ const runCutShort = async () => {
   }
 }
 
-const status = async (value: string) =>
-  (await apiClient(server.baseUrl, value).get('/pets?limit=1')).status
+const status = (value: string) => statusOf(server.baseUrl, value)
 
 describe('a change after a sync run was cut short by its budget', () => {
   it('is in force after the next run, on the plan the rotation has passed', async () => {

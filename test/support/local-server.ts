@@ -1,9 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
 import type { LocalKeys } from '#local/control-plane/control-plane-bootstrap.ts'
 import type { StartLocalOptions } from '#local/local-server.ts'
 import { assertKeepsContract } from '#openapi/contract-validator.ts'
+import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 
@@ -232,3 +234,18 @@ export const apiClient = (baseUrl: string, key?: string, clientOptions: ApiClien
 /** Parses `Link: <url>; rel="next"`. */
 export const nextLink = (headers: Headers): string | undefined =>
   /<([^>]+)>;\s*rel="next"/.exec(headers.get('link') ?? '')?.[1]
+
+/** The SDK's API Gateway client on a local server's management API, with its secret. */
+export const managementClient = (server: {
+  managementEndpoint: string
+  controlSecret: string
+}): APIGatewayClient =>
+  new APIGatewayClient({
+    endpoint: server.managementEndpoint,
+    region: 'eu-west-1',
+    credentials: controlSecretCredentials(server.controlSecret),
+  })
+
+/** The status a key gets for `GET /pets?limit=1` now. */
+export const statusOf = async (baseUrl: string, key: string): Promise<number> =>
+  (await apiClient(baseUrl, key).get('/pets?limit=1')).status
