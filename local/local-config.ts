@@ -1,4 +1,5 @@
 import { isWellFormedApiKey } from '#shared/auth/bearer-token.ts'
+import { AUTHORIZER_CACHE_TTL_SECONDS } from '#shared/config/authorizer-cache-config.ts'
 import {
   CONTROL_SECRET_PATTERN,
   CONTROL_SECRET_VARIABLE,
@@ -106,7 +107,8 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
     )
   }
   const host = env.HOST?.trim() || '127.0.0.1'
-  const ttlText = env.PETSTORE_AUTHORIZER_CACHE_TTL?.trim() || '0'
+  const ttlText =
+    env.PETSTORE_AUTHORIZER_CACHE_TTL?.trim() || String(AUTHORIZER_CACHE_TTL_SECONDS.local)
   // API Gateway accepts 0 to 3600 seconds (AWS docs, Authorizer authorizerResultTtlInSeconds).
   if (!/^\d+$/.test(ttlText) || Number(ttlText) > 3600) {
     throw new LocalConfigError(

@@ -1,5 +1,6 @@
 import { RemovalPolicy } from 'aws-cdk-lib'
 import { RetentionDays } from 'aws-cdk-lib/aws-logs'
+import { AUTHORIZER_CACHE_TTL_SECONDS } from '#shared/config/authorizer-cache-config.ts'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
   limitsFor,
@@ -108,13 +109,13 @@ export interface StageDefaults {
 export const STAGE_DEFAULTS: Record<StageName, StageDefaults> = {
   staging: {
     logRetentionDays: 14,
-    authorizerCacheTtlSeconds: 60,
+    authorizerCacheTtlSeconds: AUTHORIZER_CACHE_TTL_SECONDS.staging,
     throttleRateLimit: 1_000,
     throttleBurstLimit: 2_000,
   },
   production: {
     logRetentionDays: 90,
-    authorizerCacheTtlSeconds: 300,
+    authorizerCacheTtlSeconds: AUTHORIZER_CACHE_TTL_SECONDS.production,
     throttleRateLimit: 5_000,
     throttleBurstLimit: 5_000,
   },

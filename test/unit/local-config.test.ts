@@ -2,11 +2,16 @@ import { describe, expect, it } from 'vitest'
 import { LocalConfigError, readLocalConfig } from '#local/local-config.ts'
 
 describe('local config: PETSTORE_AUTHORIZER_CACHE_TTL', () => {
-  it('defaults to 0 (no cache: a revoked local key stops at once)', () => {
-    expect(readLocalConfig({}).authorizerCacheTtlSeconds).toBe(0)
+  // Key changes still show at once: the key sync flushes the cache after each (keys-cli.test.ts
+  // and local-key-path.test.ts run with a 300 s TTL).
+  it("defaults to the staging stage's 60 s", () => {
+    expect(readLocalConfig({}).authorizerCacheTtlSeconds).toBe(60)
   })
 
   it('reads seconds from 0 to 3600, as API Gateway accepts', () => {
+    expect(readLocalConfig({ PETSTORE_AUTHORIZER_CACHE_TTL: '0' }).authorizerCacheTtlSeconds).toBe(
+      0,
+    )
     expect(readLocalConfig({ PETSTORE_AUTHORIZER_CACHE_TTL: '60' }).authorizerCacheTtlSeconds).toBe(
       60,
     )
