@@ -56,8 +56,8 @@ const REQUESTS: Record<OperationId, { path: string; body?: string }> = {
 }
 
 /**
- * The local server (same handlers, embedded DynamoDB) under autocannon on loopback, 10
- * connections for `seconds` per request; with `baselineRoot`, the baseline's server too, each
+ * The local server (same handlers, embedded DynamoDB) under autocannon on loopback (in a worker
+ * thread), 10 connections for `seconds` per request; with `baselineRoot`, the baseline's server too, each
  * request measured on one server and then the other.
  */
 export const localThroughput = async (
@@ -69,7 +69,7 @@ export const localThroughput = async (
   const servers = [await start('this checkout', repoRoot)]
   if (baseline) servers.push(await start(baseline.label, baseline.root))
   const lines = [
-    `Local server (\`npm start\`'s startLocal, in-process, :memory:), autocannon 10 connections × ${seconds} s on loopback:`,
+    `Local server (\`npm start\`'s startLocal, in-process, :memory:), autocannon (a worker thread) 10 connections × ${seconds} s on loopback:`,
     '',
     '| request | server | requests/s | p50 | p99 | non-2xx |',
     '|---|---|---|---|---|---|',
@@ -90,6 +90,9 @@ export const localThroughput = async (
           ...(request.body ? { body: request.body } : {}),
           connections: 10,
           duration: seconds,
+          // Its own thread, as a developer's load test is its own process: the server's thread
+          // does only the server's work.
+          workers: 1,
         })
         if (result.non2xx > 0 || result.errors > 0) {
           throw new Error(
