@@ -15,15 +15,9 @@ import {
   IDEMPOTENT_REPLAYED_HEADER,
   IdempotencyKeySchema,
 } from '#shared/domain/idempotency-schema.ts'
-import {
-  Int64Schema,
-  LIMIT_DEFAULT,
-  LIMIT_MAX,
-  NewPetSchema,
-  PET_STATUSES,
-  PetIdSchema,
-  PetSchema,
-} from '#shared/domain/pet-schema.ts'
+import { LIMIT_DEFAULT, LIMIT_MAX } from '#shared/domain/list-pets-query-schema.ts'
+import { Int64Schema, NewPetSchema } from '#shared/domain/new-pet-schema.ts'
+import { PET_STATUSES, PetIdSchema, PetSchema } from '#shared/domain/pet-schema.ts'
 import { ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
 import { ErrorSchema } from '#shared/errors/error-schema.ts'
 import { MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'

@@ -6,7 +6,7 @@ import {
   CreatePetHeadersSchema,
   IDEMPOTENCY_KEY_HEADER,
 } from '#shared/domain/idempotency-schema.ts'
-import { NewPetSchema } from '#shared/domain/pet-schema.ts'
+import { NewPetSchema } from '#shared/domain/new-pet-schema.ts'
 import { HttpError } from '#shared/errors/http-error.ts'
 import { baseUrlOf } from '#shared/http/http-headers.ts'
 import type { ApiEvent } from '#shared/http/http-types.ts'

@@ -1,6 +1,6 @@
 import { routeOf } from '#shared/config/routes-config.ts'
 import type { PetRepository } from '#shared/data/pet-repository.ts'
-import { PetPathSchema } from '#shared/domain/pet-schema.ts'
+import { PetPathSchema } from '#shared/domain/pet-path-schema.ts'
 import { HttpError } from '#shared/errors/http-error.ts'
 import { jsonResponse } from '#shared/http/http-response.ts'
 import { deprecationMiddleware } from '#shared/middleware/deprecation-middleware.ts'

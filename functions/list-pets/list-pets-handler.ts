@@ -1,6 +1,7 @@
 import type { CursorCodec } from '#shared/data/cursor-codec.ts'
 import type { PetRepository } from '#shared/data/pet-repository.ts'
-import { ListPetsQuerySchema, type PetStatus } from '#shared/domain/pet-schema.ts'
+import { ListPetsQuerySchema } from '#shared/domain/list-pets-query-schema.ts'
+import type { PetStatus } from '#shared/domain/pet-schema.ts'
 import { validationFailed } from '#shared/errors/http-error.ts'
 import { baseUrlOf } from '#shared/http/http-headers.ts'
 import { jsonResponse } from '#shared/http/http-response.ts'

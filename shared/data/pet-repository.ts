@@ -6,7 +6,8 @@ import {
   QueryCommand,
   ScanCommand,
 } from '@aws-sdk/lib-dynamodb'
-import type { NewPet, Pet, PetStatus } from '#shared/domain/pet-schema.ts'
+import type { NewPet } from '#shared/domain/new-pet-schema.ts'
+import type { Pet, PetStatus } from '#shared/domain/pet-schema.ts'
 import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
 import type { IdAllocator } from './id-allocator.ts'
 import { PET_TABLE, petKey } from './table-keys.ts'

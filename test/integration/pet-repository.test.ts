@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
 import { PetRepository } from '#shared/data/pet-repository.ts'
-import { INT64_MAX, INT64_MIN, type Pet } from '#shared/domain/pet-schema.ts'
+import { INT64_MAX, INT64_MIN } from '#shared/domain/int64.ts'
+import type { Pet } from '#shared/domain/pet-schema.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 
 let env: DynamoTestEnv

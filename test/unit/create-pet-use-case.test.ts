@@ -6,7 +6,8 @@ import {
 } from '#functions/create-pet/create-pet-use-case.ts'
 import type { IdempotencyClaim } from '#shared/data/idempotency-repository.ts'
 import { IDEMPOTENT_REPLAYED_HEADER } from '#shared/domain/idempotency-schema.ts'
-import type { NewPet, Pet } from '#shared/domain/pet-schema.ts'
+import type { NewPet } from '#shared/domain/new-pet-schema.ts'
+import type { Pet } from '#shared/domain/pet-schema.ts'
 
 /**
  * The createPet use case on in-memory ports: which calls each course makes and what it answers.

@@ -1,14 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import type * as z from 'zod/mini'
-import {
-  INT64_MAX,
-  INT64_MIN,
-  LIMIT_DEFAULT,
-  ListPetsQuerySchema,
-  NewPetSchema,
-  PET_STATUSES,
-  PetPathSchema,
-} from '#shared/domain/pet-schema.ts'
+import { INT64_MAX, INT64_MIN } from '#shared/domain/int64.ts'
+import { LIMIT_DEFAULT, ListPetsQuerySchema } from '#shared/domain/list-pets-query-schema.ts'
+import { NewPetSchema } from '#shared/domain/new-pet-schema.ts'
+import { PetPathSchema } from '#shared/domain/pet-path-schema.ts'
+import { PET_STATUSES } from '#shared/domain/pet-schema.ts'
 
 /** The fields a failed parse names (the 400 details), or undefined when it passed. */
 const failedFields = (schema: z.ZodMiniType, input: unknown): string[] | undefined => {

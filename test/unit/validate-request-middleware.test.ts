@@ -1,5 +1,7 @@
 import { describe, expect, it, vi } from 'vitest'
-import { ListPetsQuerySchema, NewPetSchema, PetPathSchema } from '#shared/domain/pet-schema.ts'
+import { ListPetsQuerySchema } from '#shared/domain/list-pets-query-schema.ts'
+import { NewPetSchema } from '#shared/domain/new-pet-schema.ts'
+import { PetPathSchema } from '#shared/domain/pet-path-schema.ts'
 import { JSON_CONTENT_TYPE, jsonResponse } from '#shared/http/http-response.ts'
 import type { ApiEvent } from '#shared/http/http-types.ts'
 import { httpPipeline } from '#shared/middleware/http-pipeline.ts'
