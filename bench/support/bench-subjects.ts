@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { build, type Metafile } from 'esbuild'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
@@ -43,9 +43,12 @@ export const bundleEntry = async (
   outdir: string,
   root = REPO_ROOT,
 ): Promise<BundleFacts> => {
-  const { banner, ...options } = FUNCTION_BUNDLING
+  const { banner, alias, ...options } = FUNCTION_BUNDLING
+  // A baseline tree from before an alias's file existed was bundled without it.
+  const aliases = Object.entries(alias).filter(([, to]) => existsSync(join(root, to)))
   const result = await build({
     ...options,
+    alias: Object.fromEntries(aliases),
     mainFields: [...options.mainFields],
     banner: { js: banner },
     entryPoints: [join(root, entry)],

@@ -13,6 +13,13 @@ export const BUNDLE_TARGET = 'node24'
 export const ESM_REQUIRE_BANNER =
   "import { createRequire as __petstoreCreateRequire } from 'node:module'; const require = __petstoreCreateRequire(import.meta.url);"
 
+/**
+ * Imports of `node:http` (the SDK's HTTP handler) resolve to `node-http-require.cjs`, which
+ * requires the module instead: an ESM import of it loads undici at a cold start (see that file).
+ * A path from the repository root, esbuild's working directory.
+ */
+export const NODE_HTTP_ALIAS = { 'node:http': './infra/config/node-http-require.cjs' } as const
+
 export const FUNCTION_BUNDLING = {
   format: 'esm',
   platform: 'node',
@@ -22,6 +29,7 @@ export const FUNCTION_BUNDLING = {
   minify: true,
   sourcemap: true,
   sourcesContent: false,
+  alias: NODE_HTTP_ALIAS,
 } as const
 
 /** What the entry file of a bundle is called (NodejsFunction's choice for ESM output). */

@@ -149,6 +149,9 @@ export class PetstoreFunction extends Construct {
         sourcesContent: FUNCTION_BUNDLING.sourcesContent,
         bundleAwsSDK: true,
         externalModules: [],
+        esbuildArgs: {
+          '--alias': Object.entries(FUNCTION_BUNDLING.alias).map(([from, to]) => `${from}=${to}`),
+        },
         logLevel: LogLevel.WARNING,
       },
     })

@@ -356,6 +356,10 @@ describe('bundles', () => {
       sources: string[]
     }
     expect(map.sources).toContainEqual(expect.stringContaining('node_modules/@aws-sdk/'))
+    // node:http only by require: its ES module import loads undici, about 20 ms of a cold start
+    // (infra/config/node-http-require.cjs).
+    expect(imports).not.toContain('node:http')
+    expect(imports).not.toContain('http')
     // Well inside Lambda's 250 MB unzipped limit, and small enough for quick cold starts.
     expect(statSync(join(dir, 'index.mjs')).size).toBeLessThan(2.5 * 1024 * 1024)
   })
