@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -18,6 +19,7 @@ import {
   type Operation,
   type Subject,
 } from './support/bench-subjects.ts'
+import { cpuProfileSummary, profileName } from './support/cpu-profile-summary.ts'
 import { BENCH_API_KEY } from './support/fake-dynamo-http.ts'
 import { localThroughput } from './support/local-throughput.ts'
 
@@ -49,6 +51,8 @@ const WARM_INVOCATIONS = Number(process.env.BENCH_WARM_INVOCATIONS ?? (SHORT ? 5
 const WARM_UP = SHORT ? 100 : 500
 const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? (SHORT ? 1 : 5))
 const BASELINE = process.env.BENCH_BASELINE?.trim() || undefined
+/** Where each init run writes a V8 CPU profile of its start and first invocation, when set. */
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF_DIR?.trim() || undefined
 const PERFORMANCE_DOC = join(REPO_ROOT, 'docs/performance.md')
 
 const work = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
@@ -112,7 +116,16 @@ const runChild = (mode: 'bare' | 'init' | 'warm', subject: Subject | undefined) 
     warmUp: WARM_UP,
     resultFile,
   }
-  const run = spawnSync(process.execPath, [childScript, JSON.stringify(job)], {
+  const profile =
+    CPU_PROF_DIR && subject && mode === 'init'
+      ? [
+          '--cpu-prof',
+          `--cpu-prof-dir=${CPU_PROF_DIR}`,
+          `--cpu-prof-name=${profileName(subject.label)}__${randomUUID()}.cpuprofile`,
+          '--cpu-prof-interval=100',
+        ]
+      : []
+  const run = spawnSync(process.execPath, [...profile, childScript, JSON.stringify(job)], {
     env: subject
       ? { ...LAMBDA_ENV, ...subject.env, AWS_LAMBDA_FUNCTION_MEMORY_SIZE: `${subject.memoryMb}` }
       : LAMBDA_ENV,
@@ -253,6 +266,15 @@ const main = async (): Promise<number> => {
       baseline && BASELINE ? { label: BASELINE, root: baseline.root } : undefined,
     )),
   )
+  if (CPU_PROF_DIR) {
+    const against = (fn: Subject) =>
+      (
+        subjects.find((s) => s.operation === fn.operation && s.kind === 'floor + limiter write') ??
+        subjects.find((s) => s.operation === fn.operation && s.kind === 'floor')
+      )?.label ?? ''
+    const pairs = functions.map((fn) => ({ label: fn.label, against: against(fn) }))
+    lines.push('', ...cpuProfileSummary(CPU_PROF_DIR, pairs))
+  }
   process.stdout.write(`${lines.join('\n')}\n`)
 
   const cost = costSection(costInputs)
