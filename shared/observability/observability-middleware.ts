@@ -19,7 +19,7 @@ import {
   createMetrics,
   HTTP_METRICS,
   OPERATION_DIMENSION,
-  publishPerVersion,
+  perVersionPublisher,
 } from './metrics.ts'
 
 export interface ObservabilityOptions {
@@ -67,6 +67,7 @@ const requestContextMiddleware = (operation: string, logger: Logger): ApiMiddlew
  * Lambda does not count in `Errors`, so this is what a rollout of the function watches.
  */
 const httpMetricsMiddleware = (metrics: Metrics): ApiMiddleware<never> => {
+  const publishPerVersion = perVersionPublisher(metrics)
   const count = (request: ApiRequest<never>): void => {
     // No response after onError means the error escaped every handler: Lambda reports a 5xx.
     const status = request.response?.statusCode ?? 500
@@ -78,7 +79,7 @@ const httpMetricsMiddleware = (metrics: Metrics): ApiMiddleware<never> => {
     )
     metrics.addMetric(HTTP_METRICS.serverErrors, MetricUnit.Count, serverError)
     metrics.addMetric(HTTP_METRICS.throttled, MetricUnit.Count, status === 429 ? 1 : 0)
-    publishPerVersion(metrics, HTTP_METRICS.serverErrors, serverError)
+    publishPerVersion(HTTP_METRICS.serverErrors, serverError)
   }
   return { after: count, onError: count }
 }
@@ -117,11 +118,12 @@ type AuthorizerRequest = Request<
  * release.
  */
 const authorizerMetricsMiddleware = (metrics: Metrics): AuthorizerMiddleware => {
+  const publishPerVersion = perVersionPublisher(metrics)
   const count = (outcome: keyof typeof AUTHORIZER_METRICS): void => {
     for (const [name, metric] of Object.entries(AUTHORIZER_METRICS)) {
       metrics.addMetric(metric, MetricUnit.Count, name === outcome ? 1 : 0)
     }
-    publishPerVersion(metrics, AUTHORIZER_METRICS.failed, outcome === 'failed' ? 1 : 0)
+    publishPerVersion(AUTHORIZER_METRICS.failed, outcome === 'failed' ? 1 : 0)
   }
   return {
     after: () => count('allowed'),

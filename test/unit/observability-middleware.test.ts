@@ -141,6 +141,27 @@ describe('observability middlewares in the HTTP pipeline', () => {
     }
   })
 
+  it('keeps the version on every per-version record of one instance, invocation after invocation', async () => {
+    vi.stubEnv('AWS_LAMBDA_FUNCTION_VERSION', '12')
+    let fail = false
+    const instance = operation(async () => {
+      if (fail) throw new Error('database exploded')
+      return jsonResponse(200, [])
+    })
+    for (const next of [false, true, false]) {
+      fail = next
+      await instance(restEvent({ authorized: true }), lambdaContext('petstore-list-pets'))
+    }
+    const perVersion = emfRecords().filter(
+      (record) => 'Http5xx' in record && !('Http4xx' in record),
+    )
+    expect(perVersion.map((record) => [record.functionVersion, record.Http5xx])).toEqual([
+      ['12', 0],
+      ['12', 1],
+      ['12', 0],
+    ])
+  })
+
   it('publishes the ColdStart metric on the first invocation only', async () => {
     await call(async () => jsonResponse(200, []))
     await call(async () => jsonResponse(200, []))
