@@ -31,11 +31,19 @@ export interface UtcWindows {
 
 const floorTo = (epochMs: number, unitMs: number): number => Math.floor(epochMs / unitMs) * unitMs
 
+/** The last day's id: formatting a date costs more than all the rest of a request's windows. */
+let lastDay = { startMs: Number.NaN, id: '' }
+const dayIdOf = (dayStartMs: number): string => {
+  if (lastDay.startMs !== dayStartMs)
+    lastDay = { startMs: dayStartMs, id: new Date(dayStartMs).toISOString().slice(0, 10) }
+  return lastDay.id
+}
+
 export const utcWindowsAt = (nowMs: number): UtcWindows => {
   const dayStartMs = floorTo(nowMs, DAY_MS)
   const minuteStartMs = floorTo(nowMs, MINUTE_MS)
   return {
-    dayId: new Date(dayStartMs).toISOString().slice(0, 10),
+    dayId: dayIdOf(dayStartMs),
     dayStartMs,
     dayEndMs: dayStartMs + DAY_MS,
     minuteOfDay: (minuteStartMs - dayStartMs) / MINUTE_MS,

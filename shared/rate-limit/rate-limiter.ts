@@ -164,7 +164,7 @@ export const rejectedAttribute = (minuteOfDay: number) =>
 const expiresAtOf = (windows: UtcWindows) => Math.floor(windows.dayEndMs / 1000) + TTL_GRACE_SECONDS
 
 /** `REMOVE` clause and names for the counters of the previous minutes of the same day. */
-const staleCounters = (minuteOfDay: number) => {
+const staleCountersOf = (minuteOfDay: number) => {
   const names: Record<string, string> = {}
   const placeholders: string[] = []
   for (let back = 1; back <= STALE_MINUTES && minuteOfDay - back >= 0; back += 1) {
@@ -173,6 +173,14 @@ const staleCounters = (minuteOfDay: number) => {
     placeholders.push(`#m${back}`, `#r${back}`)
   }
   return { names, clause: placeholders.length ? ` REMOVE ${placeholders.join(', ')}` : '' }
+}
+
+/** The same minute's clause is built once: 30 names a request cost about 10 µs (npm run bench). */
+let lastStale: { minuteOfDay: number; counters: ReturnType<typeof staleCountersOf> } | undefined
+const staleCounters = (minuteOfDay: number) => {
+  if (lastStale?.minuteOfDay !== minuteOfDay)
+    lastStale = { minuteOfDay, counters: staleCountersOf(minuteOfDay) }
+  return lastStale.counters
 }
 
 /** Numbers come back as NumberValue (wrapNumbers), plain numbers, or `{ N }` (raw exception Item). */
