@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
@@ -32,7 +32,8 @@ import { localThroughput } from './support/local-throughput.ts'
  *
  * - init: a cold start as the caller waits for it: from the start of a fresh `node` process to
  *   the end of the first invocation (import, module-scope setup, first call), median of
- *   INIT_RUNS, minus a bare `node` start measured the same way; runs interleaved (paired).
+ *   INIT_RUNS, minus a bare `node` start measured the same way; runs interleaved (paired). And
+ *   the instructions it executes, counted once under valgrind (BENCH_INSTRUCTIONS=0: not).
  * - peak RSS and Node built-in modules loaded: after importing and one invocation.
  * - warm: per-invocation time over WARM_INVOCATIONS in one process, DynamoDB's HTTP answered in
  *   memory (bench/support/fake-dynamo-http.ts), so SDK serialisation, middy, zod and the rate
@@ -103,9 +104,25 @@ const childScript = join(work, 'bench-child.mjs')
 const successOf = (operation: Operation): number | 'Allow' =>
   operation === 'authorizer' ? 'Allow' : routeOf(operation).successStatus
 
-const runChild = (mode: 'bare' | 'init' | 'warm', subject: Subject | undefined) => {
-  const resultFile = join(work, 'result.json')
-  rmSync(resultFile, { force: true })
+/**
+ * Instructions a start executes, counted by valgrind's callgrind (every thread's): the same within
+ * about 0.1% run after run, whatever else the machine does, where its timings vary by a fifth.
+ */
+const VALGRIND = ['--tool=callgrind', '--callgrind-out-file=/dev/null', '--smc-check=all-non-file']
+const HAVE_VALGRIND = spawnSync('valgrind', ['--version']).status === 0
+/** On unless BENCH_INSTRUCTIONS=0; `.ci/run` requires valgrind (the budgets check the counts). */
+const COUNT_INSTRUCTIONS = process.env.BENCH_INSTRUCTIONS !== '0' && HAVE_VALGRIND
+if (process.env.BENCH_REQUIRE_VALGRIND && !COUNT_INSTRUCTIONS) {
+  throw new Error('BENCH_REQUIRE_VALGRIND: valgrind must count init instructions here')
+}
+
+/** The command line of a child run, and the file its result goes to. */
+const childRun = (
+  mode: 'bare' | 'init' | 'warm',
+  subject: Subject | undefined,
+  valgrind: boolean,
+) => {
+  const resultFile = join(work, `result-${randomUUID()}.json`)
   const job = {
     mode,
     operation: subject?.operation,
@@ -117,7 +134,7 @@ const runChild = (mode: 'bare' | 'init' | 'warm', subject: Subject | undefined) 
     resultFile,
   }
   const profile =
-    CPU_PROF_DIR && subject && mode === 'init'
+    CPU_PROF_DIR && subject && mode === 'init' && !valgrind
       ? [
           '--cpu-prof',
           `--cpu-prof-dir=${CPU_PROF_DIR}`,
@@ -125,16 +142,55 @@ const runChild = (mode: 'bare' | 'init' | 'warm', subject: Subject | undefined) 
           '--cpu-prof-interval=100',
         ]
       : []
-  const run = spawnSync(process.execPath, [...profile, childScript, JSON.stringify(job)], {
-    env: subject
-      ? { ...LAMBDA_ENV, ...subject.env, AWS_LAMBDA_FUNCTION_MEMORY_SIZE: `${subject.memoryMb}` }
-      : LAMBDA_ENV,
+  const node = [process.execPath, ...profile, childScript, JSON.stringify(job)]
+  const [command, ...args] = valgrind ? ['valgrind', ...VALGRIND, ...node] : node
+  const env = subject
+    ? { ...LAMBDA_ENV, ...subject.env, AWS_LAMBDA_FUNCTION_MEMORY_SIZE: `${subject.memoryMb}` }
+    : LAMBDA_ENV
+  /** The child's result, with the instructions valgrind counted when it ran under it. */
+  const resultOf = (status: number | null, stderr: string) => {
+    if (status !== 0)
+      throw new Error(`${subject?.label ?? 'bare'} ${mode} failed:\n${stderr.slice(-2000)}`)
+    const result = JSON.parse(readFileSync(resultFile, 'utf8')) as Record<string, unknown>
+    rmSync(resultFile)
+    const collected = stderr.match(/Collected : (\d+)/)?.[1]
+    return collected ? { ...result, instructions: Number(collected) } : result
+  }
+  return { command: command as string, args, env, resultOf }
+}
+
+const runChild = (mode: 'bare' | 'init' | 'warm', subject: Subject | undefined) => {
+  const { command, args, env, resultOf } = childRun(mode, subject, false)
+  const run = spawnSync(command, args, {
+    env,
     stdio: ['ignore', 'ignore', 'pipe'],
     encoding: 'utf8',
   })
-  if (run.status !== 0)
-    throw new Error(`${subject?.label ?? 'bare'} ${mode} failed:\n${run.stderr.slice(-2000)}`)
-  return JSON.parse(readFileSync(resultFile, 'utf8')) as Record<string, unknown>
+  return resultOf(run.status, run.stderr)
+}
+
+/** Instructions of each start (minus nothing), two valgrind runs at a time: counts, not times. */
+const countInstructions = async (subjects: (Subject | undefined)[]) => {
+  const counts: number[] = []
+  const queue = subjects.map((subject, index) => ({ subject, index }))
+  const worker = async () => {
+    for (let next = queue.shift(); next; next = queue.shift()) {
+      const { command, args, env, resultOf } = childRun(
+        next.subject ? 'init' : 'bare',
+        next.subject,
+        true,
+      )
+      const child = spawn(command, args, { env, stdio: ['ignore', 'ignore', 'pipe'] })
+      let stderr = ''
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString()
+      })
+      const status = await new Promise<number | null>((resolve) => child.on('close', resolve))
+      counts[next.index] = Number(resultOf(status, stderr).instructions)
+    }
+  }
+  await Promise.all([worker(), worker()])
+  return counts
 }
 
 interface CallTally {
@@ -150,22 +206,51 @@ const medianOf = (values: number[]) =>
   )
 const ratio = (value: number, floor: number) => `${(value / floor).toFixed(2)}x`
 
+/**
+ * Whose instructions are counted: every subject in full mode; in short mode (CI) only what the
+ * budgets compare, each function and its floor plus the limiter write (the authorizer: its floor).
+ */
+const countedSubjects = (subjects: Subject[]) =>
+  SHORT
+    ? subjects.filter(
+        (subject) =>
+          subject.kind === 'function' ||
+          subject.kind === 'floor + limiter write' ||
+          (subject.kind === 'floor' && subject.operation === 'authorizer'),
+      )
+    : subjects
+
 /** Runs every subject (init interleaved, then warm) and returns each one's figures. */
-const measure = (subjects: Subject[], facts: Map<string, BundleFacts>) => {
+const measure = async (subjects: Subject[], facts: Map<string, BundleFacts>) => {
   log(`init: ${INIT_RUNS} paired runs of ${subjects.length} bundles and a bare node...`)
   const initMs = new Map<string, number[]>([['bare', []]])
+  const push = (map: Map<string, number[]>, label: string, value: unknown) =>
+    map.set(label, [...(map.get(label) ?? []), Number(value)])
   const rssKb = new Map<string, number[]>()
   const builtins = new Map<string, number>()
   for (let run = 0; run < INIT_RUNS; run += 1) {
-    initMs.get('bare')?.push(Number(runChild('bare', undefined).readyMs))
+    const bareRun = runChild('bare', undefined)
+    push(initMs, 'bare', bareRun.readyMs)
     for (const subject of subjects) {
       const result = runChild('init', subject)
-      initMs.set(subject.label, [...(initMs.get(subject.label) ?? []), Number(result.readyMs)])
+      push(initMs, subject.label, result.readyMs)
       rssKb.set(subject.label, [...(rssKb.get(subject.label) ?? []), Number(result.maxRssKb)])
       builtins.set(
         subject.label,
         Math.max(builtins.get(subject.label) ?? 0, Number(result.builtinModules)),
       )
+    }
+  }
+  const instructions = new Map<string, number>()
+  if (!COUNT_INSTRUCTIONS)
+    log('init instructions not counted (no valgrind, or BENCH_INSTRUCTIONS=0)')
+  else {
+    log('init under valgrind: one run of each bundle and a bare node...')
+    const counted = countedSubjects(subjects)
+    const counts = await countInstructions([undefined, ...counted])
+    instructions.set('bare', counts[0] as number)
+    for (const [index, subject] of counted.entries()) {
+      instructions.set(subject.label, counts[index + 1] as number)
     }
   }
   const bare = medianOf(initMs.get('bare') ?? [])
@@ -182,6 +267,9 @@ const measure = (subjects: Subject[], facts: Map<string, BundleFacts>) => {
       bundledModules: bundle.modules,
       builtinModules: builtins.get(subject.label) ?? 0,
       initMs: medianOf(initMs.get(subject.label) ?? []) - bare,
+      /** Millions of instructions, minus the bare start's; NaN when not counted. */
+      initInstructionsM:
+        ((instructions.get(subject.label) ?? Number.NaN) - (instructions.get('bare') ?? 0)) / 1e6,
       rssMb: medianOf(rssKb.get(subject.label) ?? []) / 1024,
       medianUs: Number(result.medianUs),
       p99Us: Number(result.p99Us),
@@ -195,10 +283,10 @@ const measure = (subjects: Subject[], facts: Map<string, BundleFacts>) => {
       logBytes: Math.round(Number(result.logBytes) / WARM_INVOCATIONS),
     }
   }
-  return { bare, figures }
+  return { bare, counted: instructions.size > 0, figures }
 }
 
-type Figures = ReturnType<ReturnType<typeof measure>['figures']>
+type Figures = ReturnType<Awaited<ReturnType<typeof measure>>['figures']>
 
 const row = (label: string, f: Figures, vs?: { floor: Figures; limited?: Figures }) => {
   const calls = Object.entries(f.callsPerRequest)
@@ -207,7 +295,7 @@ const row = (label: string, f: Figures, vs?: { floor: Figures; limited?: Figures
   const cell = (text: string, value: number, floor?: number) =>
     floor === undefined ? text : `${text} (${ratio(value, floor)})`
   const against = vs?.limited ?? vs?.floor
-  return `| ${label} | ${cell(`${(f.bundleBytes / 1024).toFixed(1)} KB`, f.bundleBytes, vs?.floor.bundleBytes)} | ${f.bundledModules} / ${f.builtinModules} | ${cell(`${f.initMs.toFixed(1)} ms`, f.initMs, against?.initMs)} | ${f.rssMb.toFixed(1)} MB | ${cell(`${f.medianUs.toFixed(0)} µs`, f.medianUs, against?.medianUs)} | ${f.p99Us.toFixed(0)} µs | ${f.calls.toFixed(2)} (${calls}); ${f.roundTripsPerRequest.toFixed(2)} round trips |`
+  return `| ${label} | ${cell(`${(f.bundleBytes / 1024).toFixed(1)} KB`, f.bundleBytes, vs?.floor.bundleBytes)} | ${f.bundledModules} / ${f.builtinModules} | ${cell(`${f.initMs.toFixed(1)} ms`, f.initMs, against?.initMs)} | ${Number.isNaN(f.initInstructionsM) ? 'not counted' : cell(`${f.initInstructionsM.toFixed(0)} M`, f.initInstructionsM, against?.initInstructionsM)} | ${f.rssMb.toFixed(1)} MB | ${cell(`${f.medianUs.toFixed(0)} µs`, f.medianUs, against?.medianUs)} | ${f.p99Us.toFixed(0)} µs | ${f.calls.toFixed(2)} (${calls}); ${f.roundTripsPerRequest.toFixed(2)} round trips |`
 }
 
 const main = async (): Promise<number> => {
@@ -225,13 +313,13 @@ const main = async (): Promise<number> => {
     logLevel: 'warning',
   })
   const subjects = [...functions, ...floors, ...(baseline?.subjects ?? [])]
-  const { bare, figures } = measure(subjects, facts)
+  const { bare, counted, figures } = await measure(subjects, facts)
 
   const lines = [
-    `Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}; bare node start ${bare.toFixed(1)} ms (median of ${INIT_RUNS}); warm figures over ${WARM_INVOCATIONS} invocations${SHORT ? ' (short mode)' : ''}. Ratios: bundle to the floor; init and warm to the floor plus the limiter write (the authorizer: to its floor).`,
+    `Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}; bare node start ${bare.toFixed(1)} ms (median of ${INIT_RUNS})${counted ? '; init instructions counted by valgrind (callgrind), one run each' : ''}; warm figures over ${WARM_INVOCATIONS} invocations${SHORT ? ' (short mode)' : ''}. Ratios: bundle to the floor; init and warm to the floor plus the limiter write (the authorizer: to its floor).`,
     '',
-    '| function | bundle | modules bundled / built-ins loaded | init (minus bare node) | peak RSS | warm median | warm p99 | DynamoDB calls / request |',
-    '|---|---|---|---|---|---|---|---|',
+    '| function | bundle | modules bundled / built-ins loaded | init (minus bare node) | init instructions (minus bare node) | peak RSS | warm median | warm p99 | DynamoDB calls / request |',
+    '|---|---|---|---|---|---|---|---|---|',
   ]
   const problems: string[] = []
   const costInputs: CostInput[] = []
@@ -247,7 +335,11 @@ const main = async (): Promise<number> => {
     if (before) lines.push(row(before.label, figures(before), { floor, limited }))
     lines.push(row(`${fn.operation} floor`, floor))
     if (limited) lines.push(row(`${fn.operation} floor + limiter write`, limited))
-    problems.push(...budgetProblems(fn.operation, f))
+    const against = limited ?? floor
+    const initInstructionsRatio = Number.isNaN(f.initInstructionsM)
+      ? undefined
+      : f.initInstructionsM / against.initInstructionsM
+    problems.push(...budgetProblems(fn.operation, { ...f, initInstructionsRatio }))
     log(
       `${fn.operation}: ${f.bundleBytes} B (${ratio(f.bundleBytes, floor.bundleBytes)} the floor), ${f.bundledModules} modules, ${f.builtinModules} built-ins, calls ${JSON.stringify(f.callsPerRequest)}, ${f.roundTripsPerRequest} round trips, ${f.readUnits} RRU, ${f.writeUnits} WRU, ${f.logBytes} log bytes per request`,
     )
