@@ -1,6 +1,6 @@
 // What a function bundle's imports of `node:http` resolve to (bundling-config.ts): the module by
 // `require`, whose exports are read when used. Node's ESM wrapper of `node:http` reads every
 // export at import, and the WebSocket getters among them load undici, Node's fetch
-// implementation: about 20 ms of a cold start that no function here uses
+// implementation: 15 to 30 ms of a cold start that no function here uses
 // (https://github.com/nodejs/node/issues/57649).
 module.exports = require('node:http')

@@ -356,7 +356,7 @@ describe('bundles', () => {
       sources: string[]
     }
     expect(map.sources).toContainEqual(expect.stringContaining('node_modules/@aws-sdk/'))
-    // node:http only by require: its ES module import loads undici, about 20 ms of a cold start
+    // node:http only by require: its ES module import loads undici, 15 to 30 ms of a cold start
     // (infra/config/node-http-require.cjs).
     expect(imports).not.toContain('node:http')
     expect(imports).not.toContain('http')
