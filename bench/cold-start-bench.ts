@@ -169,7 +169,7 @@ const runChild = (mode: 'bare' | 'init' | 'warm', subject: Subject | undefined) 
   return resultOf(run.status, run.stderr)
 }
 
-/** Instructions of each start (minus nothing), two valgrind runs at a time: counts, not times. */
+/** Instructions of each start, two valgrind runs at a time (counts, not times: they can share). */
 const countInstructions = async (subjects: (Subject | undefined)[]) => {
   const counts: number[] = []
   const queue = subjects.map((subject, index) => ({ subject, index }))
@@ -186,7 +186,11 @@ const countInstructions = async (subjects: (Subject | undefined)[]) => {
         stderr += chunk.toString()
       })
       const status = await new Promise<number | null>((resolve) => child.on('close', resolve))
-      counts[next.index] = Number(resultOf(status, stderr).instructions)
+      const count = Number(resultOf(status, stderr).instructions)
+      if (!Number.isFinite(count)) {
+        throw new Error(`valgrind counted no instructions for ${next.subject?.label ?? 'bare'}`)
+      }
+      counts[next.index] = count
     }
   }
   await Promise.all([worker(), worker()])
