@@ -107,8 +107,9 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
     )
   }
   const host = env.HOST?.trim() || '127.0.0.1'
+  // Unset: the local gateway caches as the staging stage does.
   const ttlText =
-    env.PETSTORE_AUTHORIZER_CACHE_TTL?.trim() || String(AUTHORIZER_CACHE_TTL_SECONDS.local)
+    env.PETSTORE_AUTHORIZER_CACHE_TTL?.trim() || String(AUTHORIZER_CACHE_TTL_SECONDS.staging)
   // API Gateway accepts 0 to 3600 seconds (AWS docs, Authorizer authorizerResultTtlInSeconds).
   if (!/^\d+$/.test(ttlText) || Number(ttlText) > 3600) {
     throw new LocalConfigError(

@@ -8,5 +8,4 @@
 export const AUTHORIZER_CACHE_TTL_SECONDS = {
   staging: 60,
   production: 300,
-  local: 60,
 } as const

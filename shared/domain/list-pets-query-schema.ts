@@ -1,7 +1,7 @@
 import * as z from 'zod/mini'
 import { PetStatusSchema } from './pet-schema.ts'
 
-/** listPets' query (docs/api.md, "Pagination"). */
+// listPets' query (docs/api.md, "Pagination").
 
 /** A query value as API Gateway hands it over: a string, or an array when the parameter is repeated. */
 const once = <Output>(schema: z.ZodMiniType<Output, string>) =>

@@ -2,7 +2,7 @@ import * as z from 'zod/mini'
 import { INT64_MAX, INT64_MIN } from './int64.ts'
 import { PetStatusSchema } from './pet-schema.ts'
 
-/** createPet's body (docs/api.md, "Pets and validation"). */
+// createPet's body (docs/api.md, "Pets and validation").
 
 /** zod's default messages say "expected string, received undefined" for a missing member. */
 const requiredOr =
