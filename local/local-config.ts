@@ -1,3 +1,4 @@
+import type { BundleSource } from '#local/bundles/bundle-functions.ts'
 import { isWellFormedApiKey } from '#shared/auth/bearer-token.ts'
 import { AUTHORIZER_CACHE_TTL_SECONDS } from '#shared/config/authorizer-cache-config.ts'
 import {
@@ -41,6 +42,12 @@ export interface LocalConfig {
   controlSecret: string | undefined
   /** PETSTORE_CORS_ORIGIN (default `*`): the origin browser pages may call from; unset: no CORS. */
   corsAllowOrigin?: string
+  /**
+   * PETSTORE_BUNDLES (`npm start -- --bundles`): run the functions as `cdk deploy` ships them, the
+   * bundles of this cloud assembly with a stage's template (PETSTORE_BUNDLES_STAGE, default
+   * staging), instead of the TypeScript sources.
+   */
+  bundles?: BundleSource
 }
 
 export class LocalConfigError extends Error {
@@ -83,6 +90,19 @@ const parseApiKeys = (text: string): LocalConfig['apiKeys'] =>
       }
       return { plan, key }
     })
+
+const readBundleSource = (env: NodeJS.ProcessEnv): BundleSource | undefined => {
+  const assemblyDir = env.PETSTORE_BUNDLES?.trim()
+  if (!assemblyDir) return undefined
+  const stage = env.PETSTORE_BUNDLES_STAGE?.trim() || 'staging'
+  // Which stage's template exists is the assembly's to say (readAssemblyFunctions).
+  if (!/^[a-z][a-z0-9-]*$/.test(stage)) {
+    throw new LocalConfigError(
+      `PETSTORE_BUNDLES_STAGE must be a stage name such as staging, got "${stage}"`,
+    )
+  }
+  return { assemblyDir, stage }
+}
 
 export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConfig => {
   const endpoint = env.DYNAMODB_ENDPOINT?.trim() || undefined
@@ -127,7 +147,9 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
   if (!isCorsAllowOrigin(corsAllowOrigin)) {
     throw new LocalConfigError(`PETSTORE_CORS_ORIGIN ${CORS_ORIGIN_RULE}, got "${corsAllowOrigin}"`)
   }
+  const bundles = readBundleSource(env)
   return {
+    ...(bundles ? { bundles } : {}),
     corsAllowOrigin,
     port: parsePort(env.PORT?.trim() || String(DEFAULT_PORT)),
     host,

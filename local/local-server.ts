@@ -7,6 +7,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
+import { loadBundleFunctions } from '#local/bundles/bundle-functions.ts'
 import {
   bootstrapControlPlane,
   isKeyOnLocalStage,
@@ -107,7 +108,7 @@ const entryUrl = (entry: string, server: number): string => {
   return url.href
 }
 
-const loadHandlers = async (server: number) => {
+const loadSourceHandlers = async (server: number) => {
   // The same entry modules Lambda loads, imported after their environment is in place.
   const entries = await Promise.all(
     ROUTES.map(async (route) => {
@@ -210,7 +211,7 @@ export const startLocal = async (
   }
 }
 
-/** The functions' environment, and the tables they use (created when missing). */
+/** The functions' environment (returned, and set in process.env), and the tables they use. */
 const prepareDatastore = async (
   config: LocalConfig,
   {
@@ -219,16 +220,14 @@ const prepareDatastore = async (
     keyMirrorTable,
   }: { endpoint: string; embedded: boolean; keyMirrorTable: string },
 ) => {
-  Object.assign(
-    process.env,
-    localFunctionEnvironment({
-      endpoint,
-      embedded,
-      keyMirrorTable,
-      cursorSecret: await localCursorSecret(config.dataDir),
-      ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
-    }),
-  )
+  const environment = localFunctionEnvironment({
+    endpoint,
+    embedded,
+    keyMirrorTable,
+    cursorSecret: await localCursorSecret(config.dataDir),
+    ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
+  })
+  Object.assign(process.env, environment)
 
   const admin = new DynamoDBClient({ endpoint })
   await ensureTable(admin, petTableDefinition(LOCAL_TABLES.pets))
@@ -236,6 +235,20 @@ const prepareDatastore = async (
   await ensureTable(admin, idempotencyTableDefinition(LOCAL_TABLES.idempotency))
   await ensureTable(admin, keyMirrorTableDefinition(keyMirrorTable))
   admin.destroy()
+  return environment
+}
+
+/**
+ * The functions the gateway invokes: the TypeScript entries in this process, or (config.bundles)
+ * the bundles of a cloud assembly, each in a process of its own as Lambda runs them.
+ */
+const loadFunctions = async (config: LocalConfig, environment: Record<string, string>) => {
+  if (!config.bundles) {
+    serversStarted += 1
+    return { ...(await loadSourceHandlers(serversStarted)), bundles: undefined }
+  }
+  const bundles = await loadBundleFunctions(config.bundles, environment)
+  return { handlers: bundles.handlers, authorizer: bundles.authorizer, bundles }
 }
 
 /** The HTTP server the gateway and the control plane share, set as API Gateway behaves. */
@@ -331,24 +344,43 @@ const controlPlaneFor = ({
   })
 }
 
+/** The DynamoDB the functions use (embedded or config's), its tables, and the functions. */
+const startDatastoreAndFunctions = async (config: LocalConfig) => {
+  const embedded: EmbeddedDynamo | undefined = config.dynamoEndpoint
+    ? undefined
+    : await startEmbeddedDynamo(config.dataDir)
+  const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
+  const keyMirrorTable = localKeyMirrorTable(config.dataDir, embedded !== undefined)
+  try {
+    const environment = await prepareDatastore(config, {
+      endpoint,
+      embedded: embedded !== undefined,
+      keyMirrorTable,
+    })
+    return {
+      embedded,
+      endpoint,
+      keyMirrorTable,
+      functions: await loadFunctions(config, environment),
+    }
+  } catch (error) {
+    await embedded?.close()
+    throw error
+  }
+}
+
 const startOn = async (
   config: LocalConfig,
   options: StartLocalOptions,
   lock: DataDirLock | undefined,
 ): Promise<LocalServer> => {
-  let embedded: EmbeddedDynamo | undefined
   const clock = options.clock ?? systemClock
   // First, so an unusable control-plane or key file stops the start before anything runs.
   const store = await ControlPlaneStore.open(config.dataDir, { clock })
   const keys = await bootstrapControlPlane(store, config)
   const controlSecret = await localControlSecret(config.dataDir, config.controlSecret)
-  if (!config.dynamoEndpoint) embedded = await startEmbeddedDynamo(config.dataDir)
-  const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
-  const keyMirrorTable = localKeyMirrorTable(config.dataDir, embedded !== undefined)
-  await prepareDatastore(config, { endpoint, embedded: embedded !== undefined, keyMirrorTable })
-
-  serversStarted += 1
-  const { handlers, authorizer } = await loadHandlers(serversStarted)
+  const { embedded, endpoint, keyMirrorTable, functions } = await startDatastoreAndFunctions(config)
+  const { handlers, authorizer, bundles } = functions
   const { logger } = await import('#shared/observability/logger.ts')
 
   let baseHost: string | undefined
@@ -400,6 +432,7 @@ const startOn = async (
     address = await listen(server, config)
   } catch (error) {
     documentClient.destroy()
+    await bundles?.stop()
     await embedded?.close()
     throw error
   }
@@ -414,6 +447,7 @@ const startOn = async (
   const stop = async () => {
     await keySync?.stop()
     await closeServer(server)
+    await bundles?.stop()
     documentClient.destroy()
     await embedded?.close()
     await lock?.release()
@@ -428,6 +462,9 @@ const startOn = async (
       clock,
       timers: options.timers ?? systemTimers,
       intervalMs: options.keySyncIntervalMs ?? LOCAL_KEY_SYNC_INTERVAL_MS,
+      ...(bundles
+        ? { handler: await bundles.startKeySync(managementEndpoint, controlSecret) }
+        : {}),
     })
     store.onChange = (ids) => keySync?.changed(ids)
     // Every key works before the server is announced: the first sync has filled the mirror.

@@ -18,6 +18,11 @@ export const startBanner = (
   const keysCommand = `npm run keys --${config.port === DEFAULT_PORT ? '' : ` --url ${origin}`}`
   return [
     `Pet store API listening at ${local.baseUrl}`,
+    ...(config.bundles
+      ? [
+          `Functions: the bundles of ${resolve(config.bundles.assemblyDir)} (${config.bundles.stage} template), one process each`,
+        ]
+      : []),
     `DynamoDB: ${local.embedded ? `embedded, data in ${config.dataDir === IN_MEMORY ? 'memory (not kept)' : resolve(config.dataDir)}` : local.endpoint}`,
     'API keys (send as "Authorization: Bearer <key>"):',
     ...local.keys.created.map((entry) => `  ${entry.plan.padEnd(10)} ${entry.key}   (new)`),

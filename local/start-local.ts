@@ -1,3 +1,4 @@
+import { AssemblyError } from './bundles/cloud-assembly-functions.ts'
 import { DataDirInUseError } from './data-dir-lock.ts'
 import { type LocalConfig, LocalConfigError, readLocalConfig } from './local-config.ts'
 import { type LocalServer, startLocal } from './local-server.ts'
@@ -8,9 +9,28 @@ import { startBanner } from './start-banner.ts'
  * prints the banner and stops cleanly on SIGINT/SIGTERM. Exit codes: 2 for a malformed
  * variable, control-plane file or key file, 1 for a port that cannot be bound or any other start-up failure.
  */
+/**
+ * `npm start -- --bundles [DIR]`: the functions as `cdk deploy` ships them, from the cloud assembly
+ * in DIR (default cdk.out, written by `npm run synth`); the same as PETSTORE_BUNDLES=DIR.
+ */
+const environmentWithArguments = (args: readonly string[]): NodeJS.ProcessEnv => {
+  const env = { ...process.env }
+  for (let index = 0; index < args.length; index += 1) {
+    if (args[index] !== '--bundles') {
+      throw new LocalConfigError(
+        `unknown argument "${args[index]}" (npm start takes --bundles [DIR])`,
+      )
+    }
+    const dir = args[index + 1]
+    if (dir !== undefined && !dir.startsWith('--')) index += 1
+    env.PETSTORE_BUNDLES = dir !== undefined && !dir.startsWith('--') ? dir : 'cdk.out'
+  }
+  return env
+}
+
 const readConfigOrExit = (): LocalConfig => {
   try {
-    return readLocalConfig()
+    return readLocalConfig(environmentWithArguments(process.argv.slice(2)))
   } catch (error) {
     if (error instanceof LocalConfigError) {
       process.stderr.write(`petstore: ${error.message}\n`)
@@ -29,8 +49,8 @@ const startOrExit = async (config: LocalConfig): Promise<LocalServer> => {
       process.stderr.write(`petstore: ${error.message}\n`)
       process.exit(1)
     }
-    // An unusable key file is a malformed setting too.
-    if (error instanceof LocalConfigError) {
+    // An unusable key file is a malformed setting too, and so is an assembly that cannot run.
+    if (error instanceof LocalConfigError || error instanceof AssemblyError) {
       process.stderr.write(`petstore: ${error.message}\n`)
       process.exit(2)
     }

@@ -25,6 +25,9 @@ export const LOCAL_KEY_SYNC_INTERVAL_MS = 5_000
 /** Changes closer together than this share one run. */
 const CHANGE_COALESCE_MS = 20
 
+/** A key-sync function as the local runner invokes it: an event and a context in, its result out. */
+export type KeySyncInvoker = (event: unknown, context: Context) => Promise<KeySyncResult>
+
 export interface LocalKeySyncOptions {
   /** The management API, e.g. http://127.0.0.1:3000/_local/apigateway. */
   endpoint: string
@@ -41,6 +44,11 @@ export interface LocalKeySyncOptions {
   timers: Timers
   /** The schedule; 0 runs only on changes and when asked (tests drive runs themselves). */
   intervalMs: number
+  /**
+   * The key-sync function to invoke instead of the handler built here from the sources: its
+   * bundle, in a process of its own (local/bundles), reading `endpoint` itself.
+   */
+  handler?: KeySyncInvoker
 }
 
 export interface LocalKeySync {
@@ -132,7 +140,7 @@ export const startLocalKeySync = async (options: LocalKeySyncOptions): Promise<L
   // This process owns the data directory (LevelDB locks it): a lease left by a killed server is
   // held by no one, and would otherwise keep keys out of the mirror for its 90 s.
   await state.breakLease()
-  const handler = localKeySyncHandler(options, client, state)
+  const handler = options.handler ?? localKeySyncHandler(options, client, state)
   // Ids the control plane's changes named that no run has taken yet. Each run takes them as it
   // starts and names them in its event, as a CloudTrail event or the keys CLI names its ids on
   // AWS, so the run reads their plans first wherever the rotation stands.

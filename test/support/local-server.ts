@@ -16,8 +16,20 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
  */
 const BASE_ENV = { ...process.env }
 
-/** The environment of a local server in tests: a free port on loopback, data in memory. */
-const TEST_ENV = { PORT: '0', HOST: '127.0.0.1', PETSTORE_DATA_DIR: ':memory:' }
+/**
+ * The environment of a local server in tests: a free port on loopback, data in memory, and the
+ * functions of a cloud assembly when the run sets PETSTORE_BUNDLES (`.ci/bundles.sh`: the e2e
+ * suite on what `cdk deploy` ships) instead of the sources.
+ */
+const TEST_ENV = {
+  PORT: '0',
+  HOST: '127.0.0.1',
+  PETSTORE_DATA_DIR: ':memory:',
+  ...(BASE_ENV.PETSTORE_BUNDLES ? { PETSTORE_BUNDLES: BASE_ENV.PETSTORE_BUNDLES } : {}),
+  ...(BASE_ENV.PETSTORE_BUNDLES_STAGE
+    ? { PETSTORE_BUNDLES_STAGE: BASE_ENV.PETSTORE_BUNDLES_STAGE }
+    : {}),
+}
 
 export interface SpawnedScript {
   process: ChildProcess

@@ -1,0 +1,96 @@
+import {
+  type APIGatewayClient,
+  CreateApiKeyCommand,
+  CreateUsagePlanKeyCommand,
+  GetUsagePlansCommand,
+  UpdateApiKeyCommand,
+} from '@aws-sdk/client-api-gateway'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { readAssemblyFunctions } from '#local/bundles/cloud-assembly-functions.ts'
+import { ROUTES } from '#shared/config/routes-config.ts'
+import {
+  apiClient,
+  type InProcessServer,
+  managementClient,
+  startInProcessServer,
+  statusOf,
+} from '#test/support/local-server.ts'
+import { appAssemblyDir } from './support/synth-app.ts'
+
+/**
+ * What `cdk deploy` uploads, run as Lambda runs it: this run's cloud assembly (the one synthesis
+ * the infra files share), each function's bundle in a `node` process of its own with its
+ * template's handler and environment, behind the local gateway, calling the embedded DynamoDB
+ * and the local management API over plain HTTP (the path the SDK takes for every emulator).
+ * The whole end-to-end suite runs on the bundles in `.ci/run` (.ci/bundles.sh); this is the
+ * quick check `npm test` makes of each function.
+ */
+let server: InProcessServer
+let client: APIGatewayClient
+let key: string
+
+beforeAll(async () => {
+  server = await startInProcessServer({ PETSTORE_BUNDLES: appAssemblyDir(), PETSTORE_API_KEYS: '' })
+  client = managementClient(server)
+  const free = server.keys.created.find((entry) => entry.plan === 'free')
+  if (!free) throw new Error('the local server made no free key')
+  key = free.key
+})
+afterAll(async () => {
+  client?.destroy()
+  await server?.stop()
+})
+
+describe("the deployable bundles (the staging template's functions)", () => {
+  it('are every function of the stage: one per route, the authorizer and the key sync', () => {
+    const services = [...readAssemblyFunctions(appAssemblyDir(), 'staging').keys()].sort()
+    expect(services).toEqual(
+      [...ROUTES.map((route) => route.operationId), 'authorizer', 'key-sync'].sort(),
+    )
+  })
+
+  it('create, list and get a pet over HTTP on DynamoDB, with the rate-limit headers', async () => {
+    const api = apiClient(server.baseUrl, key)
+    const created = await api.post<{ id: number }>('/pets', { name: 'Bundle', categoryId: 7 })
+    expect(created.status).toBe(201)
+    expect(created.headers.get('location')).toBe(`${server.baseUrl}/pets/${created.json.id}`)
+    expect(created.headers.get('x-ratelimit-limit')).toBe('60')
+
+    const listed = await api.get<{ name: string }[]>('/pets?limit=5')
+    expect(listed.status).toBe(200)
+    expect(listed.json.map((pet) => pet.name)).toContain('Bundle')
+
+    const fetched = await api.get(`/pets/${created.json.id}`)
+    expect(fetched.status).toBe(200)
+    expect(fetched.headers.get('deprecation')).toMatch(/^@\d+$/)
+  })
+
+  it("refuses a key the authorizer's bundle does not find: 401 with an Error body", async () => {
+    const refused = await apiClient(server.baseUrl, 'free-NoSuchKeyNoSuchKeyNoSuch').get('/pets')
+    expect(refused.status).toBe(401)
+    expect(refused.json).toMatchObject({ status: 401 })
+  })
+
+  it("takes a new key and a revocation through the key sync's bundle", async () => {
+    const value = `pro-bundles-${'x'.repeat(24)}`
+    const made = await client.send(
+      new CreateApiKeyCommand({ name: 'bundle-check', value, enabled: true }),
+    )
+    const { items = [] } = await client.send(new GetUsagePlansCommand({}))
+    const pro = items.find((plan) => plan.name?.toLowerCase().includes('pro'))
+    await client.send(
+      new CreateUsagePlanKeyCommand({ usagePlanId: pro?.id, keyId: made.id, keyType: 'API_KEY' }),
+    )
+    await server.keySyncSettled()
+    expect(await statusOf(server.baseUrl, value)).toBe(200)
+
+    await client.send(
+      new UpdateApiKeyCommand({
+        apiKey: made.id,
+        patchOperations: [{ op: 'replace', path: '/enabled', value: 'false' }],
+      }),
+    )
+    await server.keySyncSettled()
+    expect(await statusOf(server.baseUrl, value)).toBe(401)
+  })
+})
