@@ -1,0 +1,54 @@
+// One stage's release access: the role its GitHub Actions deploy job assumes.
+import { type App, Stack, type StackProps, Tags } from 'aws-cdk-lib'
+import { type ReleaseConfig, readReleaseConfig } from '#infra/config/release-config.ts'
+import type { StageConfig } from '#infra/config/stage-config.ts'
+import type { ContextReader } from '#infra/config/stage-context-reader.ts'
+import { GitHubDeployRole } from '#infra/constructs/github-deploy-role-construct.ts'
+
+export interface PetstoreReleaseStackProps extends StackProps {
+  stage: string
+  release: ReleaseConfig
+}
+
+/**
+ * Deployed once per stage by an administrator (`npx cdk deploy petstore-release-<stage>`), never
+ * by the pipeline: its name is outside `petstore-<stage>-*`, the stacks the pipeline deploys, so a
+ * pipeline run can never widen its own permissions.
+ */
+export class PetstoreReleaseStack extends Stack {
+  readonly deployRole: GitHubDeployRole
+
+  constructor(scope: App, id: string, { stage, release, ...props }: PetstoreReleaseStackProps) {
+    super(scope, id, props)
+    this.deployRole = new GitHubDeployRole(this, 'GitHubDeployRole', { stage, release })
+  }
+}
+
+export const releaseStackName = (stage: string): string => `petstore-release-${stage}`
+
+/** The release stacks of the synthesized stages, when the context names a repository. */
+export const addReleaseStacks = (
+  app: App,
+  stages: readonly StageConfig[],
+): PetstoreReleaseStack[] => {
+  const context: ContextReader = (key) => app.node.tryGetContext(key)
+  const release = readReleaseConfig(context)
+  if (!release) return []
+  return stages.map((config) => {
+    const env =
+      config.account || config.region
+        ? {
+            ...(config.account ? { account: config.account } : {}),
+            ...(config.region ? { region: config.region } : {}),
+          }
+        : undefined
+    const stack = new PetstoreReleaseStack(app, releaseStackName(config.stage), {
+      stage: config.stage,
+      release,
+      description: `Petstore ${config.stage}: the role the release pipeline deploys and smokes it with`,
+      ...(env ? { env } : {}),
+    })
+    Tags.of(stack).add('petstore:stage', config.stage)
+    return stack
+  })
+}

@@ -1,0 +1,188 @@
+import { App } from 'aws-cdk-lib'
+import { Template } from 'aws-cdk-lib/assertions'
+import { describe, expect, it } from 'vitest'
+import { readReleaseConfig } from '#infra/config/release-config.ts'
+import { SMOKE_KEY_PERMISSIONS } from '#infra/constructs/github-deploy-role-construct.ts'
+import { PetstoreReleaseStack } from '#infra/stacks/petstore-release-stack.ts'
+import {
+  MANAGEMENT_PERMISSIONS,
+  permissionPattern,
+} from '#ops/keys/management-permissions-config.ts'
+
+/**
+ * The role the release pipeline's deploy jobs assume (docs/deploying.md, "The release
+ * pipeline"): who may assume it, and everything it may do, statement by statement.
+ */
+const ACCOUNT = '111111111111'
+const REGION = 'eu-west-1'
+
+interface Statement {
+  Sid?: string
+  Effect: string
+  Action: string | string[]
+  Resource?: string | string[]
+  Condition?: Record<string, Record<string, string>>
+  Principal?: Record<string, unknown>
+}
+
+const releaseTemplate = (stage: string, extra: Record<string, string> = {}) => {
+  const app = new App()
+  const release = readReleaseConfig(
+    (key) => ({ 'release.githubRepository': 'acme/petstore', ...extra })[key],
+  )
+  if (!release) throw new Error('no release settings')
+  const stack = new PetstoreReleaseStack(app, `petstore-release-${stage}`, {
+    stage,
+    release,
+    env: { account: ACCOUNT, region: REGION },
+  })
+  return Template.fromStack(stack)
+}
+
+const only = <T>(items: Record<string, T>): T => {
+  const values = Object.values(items)
+  expect(values).toHaveLength(1)
+  return values[0] as T
+}
+
+const policyStatements = (template: Template): Statement[] => {
+  const policy = only(template.findResources('AWS::IAM::Policy')) as {
+    Properties: { PolicyDocument: { Statement: Statement[] } }
+  }
+  return policy.Properties.PolicyDocument.Statement
+}
+
+/** A template value as a string: Fn::Join of text and the partition (aws here). */
+const text = (value: unknown): string => {
+  if (typeof value === 'string') return value
+  const join = (value as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join']
+  if (join) return join[1].map(text).join(join[0])
+  if ((value as { Ref?: string }).Ref === 'AWS::Partition') return 'aws'
+  throw new Error(`unexpected template value ${JSON.stringify(value)}`)
+}
+
+const asList = (value: unknown): string[] =>
+  value === undefined ? [] : (Array.isArray(value) ? value : [value]).map(text)
+
+describe.each(['staging', 'production'])('the %s release role', (stage) => {
+  const template = releaseTemplate(stage)
+  const role = only(template.findResources('AWS::IAM::Role')) as {
+    Properties: { AssumeRolePolicyDocument: { Statement: Statement[] }; MaxSessionDuration: number }
+  }
+
+  it("trusts only GitHub's OIDC tokens of this repository's job in the stage's environment", () => {
+    const [trust, ...others] = role.Properties.AssumeRolePolicyDocument.Statement
+    expect(others).toEqual([])
+    expect(trust).toMatchObject({
+      Effect: 'Allow',
+      Action: 'sts:AssumeRoleWithWebIdentity',
+      Condition: {
+        StringEquals: {
+          'token.actions.githubusercontent.com:aud': 'sts.amazonaws.com',
+          'token.actions.githubusercontent.com:sub': `repo:acme/petstore:environment:${stage}`,
+        },
+      },
+    })
+    // No pattern: a branch, a pull request or another environment gets a different sub.
+    expect(Object.keys(trust?.Condition ?? {})).toEqual(['StringEquals'])
+    expect(role.Properties.MaxSessionDuration).toBe(3600)
+    template.hasResourceProperties('AWS::IAM::OIDCProvider', {
+      Url: 'https://token.actions.githubusercontent.com',
+      ClientIdList: ['sts.amazonaws.com'],
+    })
+  })
+
+  it('may assume the bootstrap deploy and file-publishing roles, and no other role', () => {
+    const assume = policyStatements(template).filter((s) =>
+      asList(s.Action).includes('sts:AssumeRole'),
+    )
+    expect(assume).toHaveLength(1)
+    expect(asList(assume[0]?.Resource)).toEqual([
+      `arn:aws:iam::${ACCOUNT}:role/cdk-hnb659fds-deploy-role-${ACCOUNT}-${REGION}`,
+      `arn:aws:iam::${ACCOUNT}:role/cdk-hnb659fds-file-publishing-role-${ACCOUNT}-${REGION}`,
+    ])
+  })
+
+  it("reads only the stage's stack outputs, and runs only the stage's key sync and mirror", () => {
+    const bySid = Object.fromEntries(policyStatements(template).map((s) => [s.Sid, s]))
+    const grant = (sid: string) => ({
+      actions: asList(bySid[sid]?.Action),
+      resources: asList(bySid[sid]?.Resource),
+    })
+    expect(grant('ReadStageOutputs')).toEqual({
+      actions: ['cloudformation:DescribeStacks'],
+      resources: [
+        `arn:aws:cloudformation:${REGION}:${ACCOUNT}:stack/petstore-${stage}-api/*`,
+        `arn:aws:cloudformation:${REGION}:${ACCOUNT}:stack/petstore-${stage}-data/*`,
+      ],
+    })
+    expect(grant('RunKeySync')).toEqual({
+      actions: ['lambda:InvokeFunction'],
+      resources: [
+        `arn:aws:lambda:${REGION}:${ACCOUNT}:function:petstore-${stage}-api-ApiKeySyncFunction*`,
+      ],
+    })
+    expect(grant('ReadKeyMirror')).toEqual({
+      actions: ['dynamodb:GetItem'],
+      resources: [
+        `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/petstore-${stage}-data-KeyMirrorTable*`,
+      ],
+    })
+    // Nothing else: the assume, outputs, key sync, mirror and smoke-key statements only.
+    expect(
+      Object.keys(bySid)
+        .filter((sid) => !sid?.startsWith('SmokeKey'))
+        .sort(),
+    ).toEqual(['AssumeBootstrapRoles', 'ReadKeyMirror', 'ReadStageOutputs', 'RunKeySync'])
+  })
+
+  it("gets exactly the smoke test's key permissions on API Gateway, in the stage's Region", () => {
+    const granted = policyStatements(template)
+      .filter((s) => asList(s.Action).some((action) => action.startsWith('apigateway:')))
+      .flatMap((s) =>
+        asList(s.Resource).map(
+          (arn) => `${asList(s.Action)[0]} ${arn.replace(`arn:aws:apigateway:${REGION}::`, '')}`,
+        ),
+      )
+    expect(granted.sort()).toEqual([...SMOKE_KEY_PERMISSIONS].sort())
+  })
+
+  it("has no action or resource wildcard beyond a named resource's suffix", () => {
+    for (const statement of policyStatements(template)) {
+      expect(statement.Effect).toBe('Allow')
+      for (const action of asList(statement.Action)) expect(action).not.toContain('*')
+      for (const resource of asList(statement.Resource)) expect(resource).not.toBe('*')
+    }
+  })
+})
+
+describe('the release settings', () => {
+  it("are the keys CLI's own permissions for making and revoking the smoke test's key", () => {
+    const smokeCalls = [
+      'GetUsagePlansCommand',
+      'GetApiKeysCommand',
+      'CreateApiKeyCommand',
+      'CreateUsagePlanKeyCommand',
+      'GetApiKeyCommand',
+      'DeleteApiKeyCommand',
+    ]
+    for (const call of smokeCalls) expect(MANAGEMENT_PERMISSIONS).toHaveProperty(call)
+    expect(new Set(smokeCalls.flatMap(permissionPattern))).toEqual(new Set(SMOKE_KEY_PERMISSIONS))
+  })
+
+  it("use the account's own GitHub OIDC provider when one is named, and make none", () => {
+    const arn = `arn:aws:iam::${ACCOUNT}:oidc-provider/token.actions.githubusercontent.com`
+    const template = releaseTemplate('staging', { 'release.oidcProviderArn': arn })
+    expect(template.findResources('AWS::IAM::OIDCProvider')).toEqual({})
+    template.hasResourceProperties('AWS::IAM::Role', {
+      AssumeRolePolicyDocument: { Statement: [{ Principal: { Federated: arn } }] },
+    })
+  })
+
+  it('refuse a repository that is not owner/name, naming the setting', () => {
+    expect(() =>
+      readReleaseConfig((key) => (key === 'release.githubRepository' ? 'acme' : undefined)),
+    ).toThrow('Invalid context release.githubRepository="acme": expected owner/name')
+    expect(readReleaseConfig(() => undefined)).toBeUndefined()
+  })
+})
