@@ -19,22 +19,34 @@ export interface LocalEnvironmentOptions {
   embedded: boolean
   /** The key of the cursors' tags (see localCursorSecret). */
   cursorSecret: string
-  /** The key mirror of this server's control plane (see localKeyMirrorTable). */
-  keyMirrorTable: string
+  /** This server's tables (localTableNames). */
+  tables: LocalTableNames
   /** The stage's CORS origin, as CDK gives the functions (shared/http/cors-headers.ts). */
   corsAllowOrigin?: string
 }
 
+export type LocalTableNames = typeof LOCAL_TABLES
+
 /**
- * The key mirror belongs to one control plane, as on AWS it belongs to one stage. The embedded
- * DynamoDB lives in the data directory, so its name can be fixed; servers sharing one external
- * DynamoDB (`DYNAMODB_ENDPOINT`) each get the mirror of their own data directory (`:memory:`: of
- * their own process), or one server's sync would remove the other's keys.
+ * The tables of one local server. The embedded DynamoDB lives in the data directory, so the names
+ * can be fixed. On an external DynamoDB (`DYNAMODB_ENDPOINT`) the key mirror belongs to one control
+ * plane, as on AWS it belongs to one stage: each data directory gets a mirror of its own, or one
+ * server's sync would remove the other's keys. A server with its data in memory keeps nothing, so
+ * there every table is its own (servers one after another on DynamoDB Local start empty).
  */
-export const localKeyMirrorTable = (dataDir: string, embedded: boolean): string => {
-  if (embedded) return LOCAL_TABLES.keyMirror
-  const owner = dataDir === IN_MEMORY ? randomBytes(8).toString('hex') : resolve(dataDir)
-  return `${LOCAL_TABLES.keyMirror}-${createHash('sha256').update(owner).digest('hex').slice(0, 12)}`
+export const localTableNames = (dataDir: string, embedded: boolean): LocalTableNames => {
+  if (embedded) return LOCAL_TABLES
+  if (dataDir === IN_MEMORY) {
+    const suffix = randomBytes(6).toString('hex')
+    return {
+      pets: `${LOCAL_TABLES.pets}-${suffix}`,
+      rateLimits: `${LOCAL_TABLES.rateLimits}-${suffix}`,
+      idempotency: `${LOCAL_TABLES.idempotency}-${suffix}`,
+      keyMirror: `${LOCAL_TABLES.keyMirror}-${suffix}`,
+    }
+  }
+  const owner = createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 12)
+  return { ...LOCAL_TABLES, keyMirror: `${LOCAL_TABLES.keyMirror}-${owner}` }
 }
 
 /**
@@ -42,14 +54,14 @@ export const localKeyMirrorTable = (dataDir: string, embedded: boolean): string 
  * operator already set (region, credentials, Powertools switches) are kept.
  */
 export const localFunctionEnvironment = (
-  { endpoint, embedded, cursorSecret, keyMirrorTable, corsAllowOrigin }: LocalEnvironmentOptions,
+  { endpoint, embedded, cursorSecret, tables, corsAllowOrigin }: LocalEnvironmentOptions,
   current: NodeJS.ProcessEnv = process.env,
 ): Record<string, string> => {
   const env: Record<string, string> = {
-    TABLE_NAME: LOCAL_TABLES.pets,
-    RATE_LIMIT_TABLE_NAME: LOCAL_TABLES.rateLimits,
-    IDEMPOTENCY_TABLE_NAME: LOCAL_TABLES.idempotency,
-    KEY_MIRROR_TABLE_NAME: keyMirrorTable,
+    TABLE_NAME: tables.pets,
+    RATE_LIMIT_TABLE_NAME: tables.rateLimits,
+    IDEMPOTENCY_TABLE_NAME: tables.idempotency,
+    KEY_MIRROR_TABLE_NAME: tables.keyMirror,
     CURSOR_SECRET: cursorSecret,
     DYNAMODB_ENDPOINT: endpoint,
     AWS_REGION: current.AWS_REGION ?? 'us-east-1',

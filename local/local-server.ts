@@ -60,10 +60,10 @@ import {
 } from './embedded-dynamo.ts'
 import type { LocalConfig } from './local-config.ts'
 import {
-  LOCAL_TABLES,
+  type LocalTableNames,
   localCursorSecret,
   localFunctionEnvironment,
-  localKeyMirrorTable,
+  localTableNames,
 } from './local-environment.ts'
 
 /**
@@ -214,26 +214,22 @@ export const startLocal = async (
 /** The functions' environment (returned, and set in process.env), and the tables they use. */
 const prepareDatastore = async (
   config: LocalConfig,
-  {
-    endpoint,
-    embedded,
-    keyMirrorTable,
-  }: { endpoint: string; embedded: boolean; keyMirrorTable: string },
+  { endpoint, embedded, tables }: { endpoint: string; embedded: boolean; tables: LocalTableNames },
 ) => {
   const environment = localFunctionEnvironment({
     endpoint,
     embedded,
-    keyMirrorTable,
+    tables,
     cursorSecret: await localCursorSecret(config.dataDir),
     ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
   })
   Object.assign(process.env, environment)
 
   const admin = new DynamoDBClient({ endpoint })
-  await ensureTable(admin, petTableDefinition(LOCAL_TABLES.pets))
-  await ensureTable(admin, rateLimitTableDefinition(LOCAL_TABLES.rateLimits))
-  await ensureTable(admin, idempotencyTableDefinition(LOCAL_TABLES.idempotency))
-  await ensureTable(admin, keyMirrorTableDefinition(keyMirrorTable))
+  await ensureTable(admin, petTableDefinition(tables.pets))
+  await ensureTable(admin, rateLimitTableDefinition(tables.rateLimits))
+  await ensureTable(admin, idempotencyTableDefinition(tables.idempotency))
+  await ensureTable(admin, keyMirrorTableDefinition(tables.keyMirror))
   admin.destroy()
   return environment
 }
@@ -295,7 +291,7 @@ const controlPlaneFor = ({
   authorizerCache,
   usagePlanThrottle,
   documentClient,
-  keyMirrorTable,
+  tables,
   logger,
   clock,
   controlSecret,
@@ -306,7 +302,7 @@ const controlPlaneFor = ({
   authorizerCache: AuthorizerCache
   usagePlanThrottle: UsagePlanThrottle
   documentClient: ReturnType<typeof createDocumentClient>
-  keyMirrorTable: string
+  tables: LocalTableNames
   logger: AppLogger
   clock: Clock
   controlSecret: string
@@ -315,7 +311,7 @@ const controlPlaneFor = ({
 }) => {
   const mirror = new KeyMirrorRepository({
     client: documentClient,
-    tableName: keyMirrorTable,
+    tableName: tables.keyMirror,
     logger,
   })
   return createControlPlaneHandler({
@@ -333,7 +329,7 @@ const controlPlaneFor = ({
     keyUsage: keyUsageEndpoint(
       new KeyUsageRepository({
         client: documentClient,
-        tableName: LOCAL_TABLES.rateLimits,
+        tableName: tables.rateLimits,
         clock,
       }),
     ),
@@ -350,17 +346,17 @@ const startDatastoreAndFunctions = async (config: LocalConfig) => {
     ? undefined
     : await startEmbeddedDynamo(config.dataDir)
   const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
-  const keyMirrorTable = localKeyMirrorTable(config.dataDir, embedded !== undefined)
+  const tables = localTableNames(config.dataDir, embedded !== undefined)
   try {
     const environment = await prepareDatastore(config, {
       endpoint,
       embedded: embedded !== undefined,
-      keyMirrorTable,
+      tables,
     })
     return {
       embedded,
       endpoint,
-      keyMirrorTable,
+      tables,
       functions: await loadFunctions(config, environment),
     }
   } catch (error) {
@@ -379,7 +375,7 @@ const startOn = async (
   const store = await ControlPlaneStore.open(config.dataDir, { clock })
   const keys = await bootstrapControlPlane(store, config)
   const controlSecret = await localControlSecret(config.dataDir, config.controlSecret)
-  const { embedded, endpoint, keyMirrorTable, functions } = await startDatastoreAndFunctions(config)
+  const { embedded, endpoint, tables, functions } = await startDatastoreAndFunctions(config)
   const { handlers, authorizer, bundles } = functions
   const { logger } = await import('#shared/observability/logger.ts')
 
@@ -413,7 +409,7 @@ const startOn = async (
     authorizerCache,
     usagePlanThrottle,
     documentClient,
-    keyMirrorTable,
+    tables,
     logger,
     clock,
     controlSecret,
@@ -457,7 +453,7 @@ const startOn = async (
       endpoint: managementEndpoint,
       credentials: controlSecretCredentials(controlSecret),
       documentClient,
-      tableName: keyMirrorTable,
+      tableName: tables.keyMirror,
       logger,
       clock,
       timers: options.timers ?? systemTimers,

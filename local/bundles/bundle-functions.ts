@@ -32,6 +32,7 @@ const RUNTIME_VARIABLES = [
   'AWS_REGION',
   'AWS_ACCESS_KEY_ID',
   'AWS_SECRET_ACCESS_KEY',
+  'AWS_SESSION_TOKEN',
   'POWERTOOLS_METRICS_DISABLED',
   'POWERTOOLS_LOG_LEVEL',
   // The SDK's service-specific endpoint setting: the key sync's management API, locally.
@@ -85,7 +86,7 @@ export const bundleEnvironment = (
   }
   for (const name of RUNTIME_VARIABLES) {
     const value = local[name]
-    if (value !== undefined) environment[name] = value
+    if (value) environment[name] = value
   }
   return environment
 }
@@ -129,12 +130,20 @@ export const loadBundleFunctions = async (
       )
     }
   }
+  // On Lambda the execution role's credentials are variables too: here the operator's (DynamoDB
+  // Local or AWS behind DYNAMODB_ENDPOINT), unless the local stage set its own.
+  const credentials = Object.fromEntries(
+    ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN'].flatMap((name) => {
+      const value = process.env[name]
+      return value ? [[name, value]] : []
+    }),
+  )
   const processOf = (fn: AssemblyFunction, extra: Record<string, string> = {}) =>
     new LambdaProcess({
       name: fn.service,
       codeDir: fn.codeDir,
       handler: fn.handler,
-      environment: bundleEnvironment(fn, { ...local, ...extra }),
+      environment: bundleEnvironment(fn, { ...credentials, ...local, ...extra }),
       timeoutSeconds: fn.timeoutSeconds,
     })
   const operations = ROUTES.map(
@@ -160,13 +169,15 @@ export const loadBundleFunctions = async (
     ) as Record<Route['operationId'], ProxyHandler>,
     authorizer: (event, context) => authorizer.invoke<APIGatewayAuthorizerResult>(event, context),
     startKeySync: async (endpoint, controlSecret) => {
-      const credentials = controlSecretCredentials(controlSecret)
+      const secretCredentials = controlSecretCredentials(controlSecret)
       const keySync = processOf(required(functions, 'key-sync'), {
         REST_API_ID: LOCAL_API_STAGE.apiId,
         API_STAGE: LOCAL_API_STAGE.stage,
         AWS_ENDPOINT_URL_API_GATEWAY: endpoint,
-        AWS_ACCESS_KEY_ID: credentials.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+        AWS_ACCESS_KEY_ID: secretCredentials.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: secretCredentials.secretAccessKey,
+        // The control plane's secret is the whole credential: no session of the operator's.
+        AWS_SESSION_TOKEN: '',
       })
       started.push(keySync)
       await keySync.start()

@@ -17,17 +17,21 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 const BASE_ENV = { ...process.env }
 
 /**
- * The environment of a local server in tests: a free port on loopback, data in memory, and the
- * functions of a cloud assembly when the run sets PETSTORE_BUNDLES (`.ci/bundles.sh`: the e2e
- * suite on what `cdk deploy` ships) instead of the sources.
+ * The environment of a local server in tests: a free port on loopback, data in memory. When the
+ * run sets PETSTORE_BUNDLES (`npm run test:bundles`, .ci/run), the functions are the bundles of
+ * that cloud assembly instead of the sources, on the run's DYNAMODB_ENDPOINT when it has one
+ * (DynamoDB Local in .ci/dynamodb-local.sh; each server gets tables of its own there).
  */
 const TEST_ENV = {
   PORT: '0',
   HOST: '127.0.0.1',
   PETSTORE_DATA_DIR: ':memory:',
-  ...(BASE_ENV.PETSTORE_BUNDLES ? { PETSTORE_BUNDLES: BASE_ENV.PETSTORE_BUNDLES } : {}),
-  ...(BASE_ENV.PETSTORE_BUNDLES_STAGE
-    ? { PETSTORE_BUNDLES_STAGE: BASE_ENV.PETSTORE_BUNDLES_STAGE }
+  ...(BASE_ENV.PETSTORE_BUNDLES
+    ? Object.fromEntries(
+        ['PETSTORE_BUNDLES', 'PETSTORE_BUNDLES_STAGE', 'DYNAMODB_ENDPOINT'].flatMap((name) =>
+          BASE_ENV[name] ? [[name, BASE_ENV[name]]] : [],
+        ),
+      )
     : {}),
 }
 

@@ -1,5 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { localFunctionEnvironment, localKeyMirrorTable } from '#local/local-environment.ts'
+import {
+  LOCAL_TABLES,
+  localFunctionEnvironment,
+  localTableNames,
+} from '#local/local-environment.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import {
   CLIENT_LIMITS_VARIABLE,
@@ -87,7 +91,7 @@ describe('DynamoDB client limits of the local server', () => {
   const local = {
     endpoint: 'http://127.0.0.1:8000',
     cursorSecret: 'c'.repeat(64),
-    keyMirrorTable: 'petstore-local-key-mirror',
+    tables: LOCAL_TABLES,
   }
 
   it('gives the functions in-process limits with the embedded DynamoDB, the AWS limits otherwise', () => {
@@ -114,14 +118,22 @@ describe('DynamoDB client limits of the local server', () => {
   })
 })
 
-describe('the local key mirror table', () => {
-  it('is fixed for the embedded DynamoDB, one per data directory on a shared endpoint', () => {
-    expect(localKeyMirrorTable('.petstore', true)).toBe('petstore-local-key-mirror')
-    const a = localKeyMirrorTable('/tmp/a', false)
-    expect(a).toMatch(/^petstore-local-key-mirror-[0-9a-f]{12}$/)
-    expect(localKeyMirrorTable('/tmp/a', false)).toBe(a)
-    expect(localKeyMirrorTable('/tmp/b', false)).not.toBe(a)
-    // In memory: the process's own.
-    expect(localKeyMirrorTable(':memory:', false)).not.toBe(localKeyMirrorTable(':memory:', false))
+describe('the local tables', () => {
+  it('are fixed for the embedded DynamoDB; on a shared endpoint, the mirror is one per data directory', () => {
+    expect(localTableNames('.petstore', true)).toEqual(LOCAL_TABLES)
+    const a = localTableNames('/tmp/a', false)
+    expect(a.keyMirror).toMatch(/^petstore-local-key-mirror-[0-9a-f]{12}$/)
+    expect(a.pets).toBe(LOCAL_TABLES.pets)
+    expect(localTableNames('/tmp/a', false)).toEqual(a)
+    expect(localTableNames('/tmp/b', false).keyMirror).not.toBe(a.keyMirror)
+  })
+
+  it("are the process's own with the data in memory on a shared endpoint: every table starts empty", () => {
+    const first = localTableNames(':memory:', false)
+    const second = localTableNames(':memory:', false)
+    for (const table of Object.keys(LOCAL_TABLES) as (keyof typeof LOCAL_TABLES)[]) {
+      expect(first[table]).toMatch(new RegExp(`^${LOCAL_TABLES[table]}-[0-9a-f]{12}$`))
+      expect(second[table]).not.toBe(first[table])
+    }
   })
 })
