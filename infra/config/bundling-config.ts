@@ -14,8 +14,9 @@ export const ESM_REQUIRE_BANNER =
   "import { createRequire as __petstoreCreateRequire } from 'node:module'; const require = __petstoreCreateRequire(import.meta.url);"
 
 /**
- * Imports of `node:http` (the SDK's HTTP handler) resolve to `node-http-require.cjs`, which
- * requires the module instead: an ESM import of it loads undici at a cold start (see that file).
+ * Imports of `node:http` (the SDK's HTTP handler) resolve to `node-http-require.cjs`, which hands
+ * over the built-in module object instead: an ESM import of it loads undici at a cold start (see
+ * that file, and test/unit/bundling-config.test.ts, which runs a bundled DynamoDB call over HTTP).
  * A path from the repository root, esbuild's working directory.
  */
 export const NODE_HTTP_ALIAS = { 'node:http': './infra/config/node-http-require.cjs' } as const
