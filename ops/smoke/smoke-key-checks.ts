@@ -35,6 +35,27 @@ const describeAnswer = (status: number, text: string): string => {
   return `${status}: ${text.slice(0, 200)}`
 }
 
+/**
+ * Seconds this address is refused for failed authentications, when the answer is that refusal
+ * (429 `too_many_failed_auths`: the local server's failed-auth limiter, or the WAF's keyless rule
+ * on AWS), else undefined. Requests without a valid key then get 429 instead of 401 until it ends.
+ */
+export const lockoutSeconds = (response: ObservedResponse | undefined): number | undefined => {
+  if (response?.status !== 429) return undefined
+  try {
+    const { code } = JSON.parse(response.text) as { code?: unknown }
+    if (code !== 'too_many_failed_auths') return undefined
+  } catch {
+    return undefined
+  }
+  const retryAfter = Number(response.headers.get('retry-after'))
+  return Number.isFinite(retryAfter) && retryAfter > 0 ? Math.ceil(retryAfter) : 60
+}
+
+/** What a run says when this address is locked out: wait, and for how long. */
+export const lockoutAdvice = (seconds: number): string =>
+  `this address is refused for ${seconds} s more after too many failed authentications (429 too_many_failed_auths, Retry-After ${seconds}): requests without a valid key get 429, not 401, until then. Wait ${seconds} s and run the smoke test again`
+
 /** One `GET /pets?limit=1` with the key under test, its body read. */
 export type KeyProbe = () => Promise<{ status: number; text: string }>
 
