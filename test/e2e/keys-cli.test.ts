@@ -51,22 +51,6 @@ const policyOf = async (key: string) => {
   return response.headers.get('ratelimit-policy')
 }
 
-/** The keys CLI in this process, with the server's secret, against whatever `argv` names. */
-const runKeysCommandCapturing = async (argv: string[]) => {
-  let stdout = ''
-  let stderr = ''
-  const code = await runKeysCommand(argv, {
-    stdout: (text) => {
-      stdout += text
-    },
-    stderr: (text) => {
-      stderr += text
-    },
-    env: { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
-  })
-  return { code, stdout, stderr }
-}
-
 /** The status a key gets on its next request (the CLI says a change applies when it returns). */
 const statusNow = (key: string) => statusOf(server.baseUrl, key)
 
@@ -320,8 +304,10 @@ describe('npm run keys, locally', () => {
     )
     try {
       const { id } = await created('--plan', 'free', '--name', 'redirected')
-      const viaRedirect = (...args: string[]) =>
-        runKeysCommandCapturing(['--url', redirecting.origin, ...args])
+      const viaRedirect = keysCommandOn({
+        baseUrl: redirecting.baseUrl,
+        controlSecret: server.controlSecret,
+      })
       const shown = await viaRedirect('show', id)
       expect(shown.code).toBe(1)
       expect(shown.stderr).toContain(
@@ -341,7 +327,10 @@ describe('npm run keys, locally', () => {
         : 'forward',
     )
     try {
-      const listed = await runKeysCommandCapturing(['--url', redirectingAll.origin, 'list'])
+      const listed = await keysCommandOn({
+        baseUrl: redirectingAll.baseUrl,
+        controlSecret: server.controlSecret,
+      })('list')
       expect(listed.code).toBe(1)
       expect(listed.stderr).toContain(
         'GetApiKeys was answered with a redirect (HTTP 307), which the keys CLI follows none of',

@@ -113,7 +113,8 @@ const smokeKeyIds = async (): Promise<string[]> => {
 /** The id the run names as its temporary key. */
 const temporaryKeyOf = (output: string) => /temporary key: (\w{10}) /.exec(output)?.[1]
 
-const smoke = async (...args: string[]) => {
+/** `npm run smoke -- <args>` in this process with a server's control-plane secret: code, output. */
+const smokeWith = async (controlSecret: string, args: string[]) => {
   let output = ''
   const write = (text: string) => {
     output += text
@@ -121,10 +122,12 @@ const smoke = async (...args: string[]) => {
   const code = await runSmokeCommand(args, {
     stdout: write,
     stderr: write,
-    env: { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
+    env: { [CONTROL_SECRET_VARIABLE]: controlSecret },
   })
   return { code, output }
 }
+
+const smoke = (...args: string[]) => smokeWith(server.controlSecret, args)
 
 describe.concurrent('npm run smoke', () => {
   it('passes against the local server, with a temporary key it makes and revokes (the real CLI process)', async () => {
@@ -512,16 +515,7 @@ describe('npm run smoke from an address locked out for failed authentications', 
         })
         await answer.arrayBuffer()
       }
-      let output = ''
-      const code = await runSmokeCommand(['--base-url', strict.baseUrl], {
-        stdout: (text) => {
-          output += text
-        },
-        stderr: (text) => {
-          output += text
-        },
-        env: { [CONTROL_SECRET_VARIABLE]: strict.controlSecret },
-      })
+      const { code, output } = await smokeWith(strict.controlSecret, ['--base-url', strict.baseUrl])
       expect(code, output).toBe(1)
       const seconds = /this address is refused for (\d+) s more/.exec(output)?.[1]
       expect(Number(seconds)).toBeGreaterThan(0)
@@ -533,7 +527,6 @@ describe('npm run smoke from an address locked out for failed authentications', 
         `FAILED: 1 of 1 checks failed, 0 passed (this address is locked out for ${seconds} s: the other checks did not run)`,
       )
       expect(output).not.toContain('temporary key')
-      expect(strict.keys).toBeDefined()
     } finally {
       await strict.stop()
     }
