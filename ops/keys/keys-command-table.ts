@@ -156,11 +156,30 @@ export const COMMAND_NAMES: readonly string[] = [...KEYS_COMMANDS.map(({ name })
 const SYNOPSIS_WIDTH = 34
 const INDENT = '  '
 
-/** A command's synopsis and what it does, as the help text prints them. */
-export const helpLinesOf = ({ usage: [synopsis, does] }: KeysCommand): string =>
-  synopsis.length + INDENT.length < SYNOPSIS_WIDTH
-    ? `${INDENT}${synopsis.padEnd(SYNOPSIS_WIDTH - INDENT.length)}${does}`
-    : `${INDENT}${synopsis}\n${' '.repeat(SYNOPSIS_WIDTH)}${does}`
+const LINE_WIDTH = 100
+
+/** Words in lines of at most `width` characters (a longer word keeps a line of its own). */
+const wrapped = (text: string, width: number): string[] => {
+  const lines: string[] = []
+  for (const word of text.split(' ')) {
+    const last = lines.at(-1)
+    if (last !== undefined && last.length + 1 + word.length <= width)
+      lines[lines.length - 1] = `${last} ${word}`
+    else lines.push(word)
+  }
+  return lines
+}
+
+/** A command's synopsis and what it does, as the help text prints them (100 columns). */
+export const helpLinesOf = ({ usage: [synopsis, does] }: KeysCommand): string => {
+  const column = ' '.repeat(SYNOPSIS_WIDTH)
+  const [first = '', ...rest] = wrapped(does, LINE_WIDTH - SYNOPSIS_WIDTH)
+  const head =
+    synopsis.length + INDENT.length < SYNOPSIS_WIDTH
+      ? `${INDENT}${synopsis.padEnd(SYNOPSIS_WIDTH - INDENT.length)}${first}`
+      : `${INDENT}${synopsis}\n${column}${first}`
+  return [head, ...rest.map((line) => `${column}${line}`)].join('\n')
+}
 
 /**
  * `npm run keys -- --help`. Key values go to stdout only for a key just created (so

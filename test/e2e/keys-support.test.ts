@@ -5,6 +5,7 @@ import {
   type InProcessServer,
   startInProcessServer,
 } from '#test/support/local-server.ts'
+import { whileTheClockRuns } from '#test/support/moving-clock.ts'
 
 /**
  * Support's side of the keys CLI on the local server: a customer's key driven over its minute
@@ -43,22 +44,6 @@ const ok = async (...args: string[]) => {
 const createKey = async (plan: string, name: string) => {
   const { stdout } = await ok('create', '--plan', plan, `--name=${name}`, '--json')
   return JSON.parse(stdout) as { id: string; value: string }
-}
-
-/**
- * Resolves with `command` while moving the shared clock on, half a second at a time: what a
- * command that waits for the clock (lift) sees pass while it waits.
- */
-const whileTheClockRuns = async <T>(command: Promise<T>): Promise<T> => {
-  let settled = false
-  const done = command.finally(() => {
-    settled = true
-  })
-  while (!settled) {
-    vi.setSystemTime(Date.now() + 500)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-  return done
 }
 
 /** `n` requests of a key, 400 ms apart (the usage-plan backstop's bucket refills meanwhile). */

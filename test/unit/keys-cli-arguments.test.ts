@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { runKeysCommand, type TargetOpener } from '#ops/keys/keys-command.ts'
 import { localServerOrigin, openStageTarget } from '#ops/stage/stage-target-resolver.ts'
@@ -83,6 +84,29 @@ describe('the keys CLI, before any call', () => {
       expect(lines[1]).toContain('npm run keys -- --help lists every command')
     },
   )
+
+  it('exits 2 before any call for each usage error docs/operations.md names', async () => {
+    const docs = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8')
+    const exitCodes = /\*\*Output and exit codes\.\*\*([\s\S]*?)\n\n/
+      .exec(docs)?.[1]
+      ?.replace(/\s+/g, ' ')
+    for (const [documented, argv] of [
+      ['unknown command', ['frobnicate']],
+      ['or option', ['list', '--frobnicate']],
+      ['an unknown plan', ['create', '--plan', 'gold']],
+      ['or `--stage`', ['--stage', 'prod', 'list']],
+      [
+        '`--per-day` below `--per-minute`',
+        ['plan', 'create', '--customer', 'a', '--per-minute', '9', '--per-day', '8'],
+      ],
+      ['such as `--from 2026-02-30`', ['usage', 'abc', '--from', '2026-02-30']],
+    ] as const) {
+      expect(exitCodes, documented).toContain(documented)
+      const { code, opened } = await run([...argv])
+      expect({ documented, code, opened }).toEqual({ documented, code: 2, opened: 0 })
+    }
+    expect(exitCodes).toContain('2 a usage error')
+  })
 
   it("names the command's own synopsis under a usage error", async () => {
     const { out } = await run(['create', '--plan', 'fre'])
