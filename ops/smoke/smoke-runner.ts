@@ -6,7 +6,7 @@ import {
   Interrupted,
   type KeyProbe,
   lockoutAdvice,
-  lockoutSeconds,
+  lockoutOf,
   temporaryKeyWorks,
 } from './smoke-key-checks.ts'
 import {
@@ -153,7 +153,7 @@ const revokeTemporaryKey = (
     // A create cut off before the key's value came back: nothing to try the key with.
     if (run.key === undefined) return `${id} deleted`
     const response = await raw('/pets?limit=1', `Bearer ${run.key}`, true)
-    const locked = lockoutSeconds(answers.at(-1)?.response)
+    const locked = lockoutOf(answers.at(-1)?.response)
     if (locked !== undefined) {
       await response.arrayBuffer()
       throw new Error(`${id} is deleted, but its 401 could not be seen: ${lockoutAdvice(locked)}`)
@@ -192,9 +192,9 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
     // First, before a key is made: an address locked out for failed authentications gets 429
     // where the 401s are checked, and the run says how long to wait instead of failing them.
     const refused = await unlessInterrupted('401', () => unauthorizedRefused(recorder))
-    const locked = lockoutSeconds(answers.at(-1)?.response)
+    const locked = lockoutOf(answers.at(-1)?.response)
     if (!refused && locked !== undefined) {
-      run.stopped = `this address is locked out for ${locked} s`
+      run.stopped = `this address is locked out for ${locked.seconds} s`
       return
     }
     if (run.key === undefined && !(await makeTemporaryKey(options, recorder, run))) return

@@ -243,6 +243,28 @@ describe.concurrent('npm run smoke', () => {
     }
   })
 
+  it("from an address the WAF blocks (no Retry-After), says to wait out the WAF's 5 minutes", async () => {
+    // As the WAF's keyless rule answers: 429 too_many_failed_auths, and no Retry-After.
+    const blocking = await startFaultyProxy((req) =>
+      req.headers.authorization === undefined || !req.headers.authorization.includes(KEY)
+        ? {
+            status: 429,
+            body: { code: 'too_many_failed_auths', message: 'Too many.', status: 429 },
+          }
+        : 'forward',
+    )
+    try {
+      const result = await smoke('--base-url', blocking.baseUrl, '--key', KEY)
+      expect(result.code).toBe(1)
+      expect(result.output).toContain(
+        "  FAIL  401: this address is refused for 300 s more after too many failed authentications (429 too_many_failed_auths, no Retry-After: the WAF's 5-minute window)",
+      )
+      expect(blocking.seen).toHaveLength(2)
+    } finally {
+      await blocking.close()
+    }
+  })
+
   it('says what it waits for when a rate-limit answer pauses its calls', async () => {
     let limited = true
     const limiting = await startFaultyProxy((req) => {
