@@ -171,7 +171,7 @@ const wrapped = (text: string, width: number): string[] => {
 }
 
 /** A command's synopsis and what it does, as the help text prints them (100 columns). */
-export const helpLinesOf = ({ usage: [synopsis, does] }: KeysCommand): string => {
+const helpLinesOf = ({ usage: [synopsis, does] }: KeysCommand): string => {
   const column = ' '.repeat(SYNOPSIS_WIDTH)
   const [first = '', ...rest] = wrapped(does, LINE_WIDTH - SYNOPSIS_WIDTH)
   const head =

@@ -17,8 +17,6 @@ import { COMMAND_NAMES, KEYS_COMMANDS, KEYS_USAGE, type KeysCommand } from './ke
  * every other line goes to stderr. Exit codes: 0 done, 1 failed (the message says what is
  * changed, by key id), 2 a usage error (one line saying what, one naming the command's usage).
  */
-export { KEYS_USAGE }
-
 export interface CommandIo {
   stdout: (text: string) => void
   stderr: (text: string) => void

@@ -225,7 +225,7 @@ const CSV_HEADER = ['key_id', 'key_name', 'plan', 'day', 'requests']
 const FORMULA_START = /^[=+\-@\t\r]/
 
 /** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
-export const csvField = (value: string | number) => {
+const csvField = (value: string | number) => {
   const text = typeof value === 'string' && FORMULA_START.test(value) ? `'${value}` : String(value)
   return /[",\r\n']/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
 }
