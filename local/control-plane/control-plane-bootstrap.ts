@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto'
 import { rename } from 'node:fs/promises'
+import { newApiKeyValue } from '#keys/api-key-value.ts'
 import { stageTags, usagePlanSpecs } from '#keys/usage-plans-config.ts'
 import { IN_MEMORY } from '#local/embedded-dynamo.ts'
 import {
@@ -37,10 +37,6 @@ export interface LocalKeySources {
 
 /** The local stage's name in plan names and tags: `petstore-local-free`, as CDK names them. */
 const LOCAL_STAGE_NAME = 'local'
-
-/** A key the local server makes itself: its plan shows in the value, as the README prints it. */
-export const generateApiKey = (plan: PlanName): string =>
-  `${plan}-${randomBytes(18).toString('base64url')}`
 
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
 
@@ -194,7 +190,7 @@ export const bootstrapControlPlane = async (
     for (const plan of PLAN_NAMES) {
       const key = await store.createApiKey({
         name: `first-${plan}`,
-        value: generateApiKey(plan),
+        value: newApiKeyValue(plan),
         enabled: true,
       })
       await store.attachKey(planIds[plan], key.id)

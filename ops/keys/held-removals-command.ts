@@ -1,4 +1,6 @@
+import { shownArgument } from '#shared/auth/key-value-mask.ts'
 import type { HeldRemoval } from '#shared/data/key-sync-state-repository.ts'
+import { KeyAdminError } from './key-admin-error.ts'
 
 /**
  * Removals the key sync holds (a plan that lost its tags or its stage waits for an operator
@@ -38,14 +40,23 @@ export const listHeldRemovals = async (
 
 /**
  * `keys confirm <plan id | key id>...`: a plan id (or `*`) stands for every key its held removal
- * lists. The sync removes a held group only when every one of its keys is named.
+ * lists. The sync removes a held group only when every one of its keys is named. A name the sync
+ * does not hold (a typo, a group already gone) fails the whole command before anything is
+ * removed: a confirmation that removes nothing must not look like one that did.
  */
 export const confirmHeldRemovals = async (
   removals: HeldRemovals,
   names: readonly string[],
-  say: (line: string) => void,
+  { say, keysCommand }: { say: (line: string) => void; keysCommand: string },
 ): Promise<number> => {
   const held = await removals.held()
+  const heldKeys = new Set(Object.values(held).flatMap((hold) => hold.keyIds ?? []))
+  const unknown = names.filter((name) => held[name] === undefined && !heldKeys.has(name))
+  if (unknown.length > 0) {
+    throw new KeyAdminError(
+      `the key sync holds no removal of ${unknown.map(shownArgument).join(', ')}: nothing was removed (${keysCommand} held lists what it holds)`,
+    )
+  }
   const keyIds = names.flatMap((name) => held[name]?.keyIds ?? [name])
   const result = await removals.confirm([...new Set(keyIds)])
   say(

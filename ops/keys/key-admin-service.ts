@@ -28,6 +28,7 @@ import {
   stagePlanOf,
   stagePlans,
 } from './stage-plans.ts'
+import type { MirrorView } from './stage-sync-client.ts'
 import { newKeyOn, undoMove } from './undo-steps.ts'
 
 /**
@@ -60,6 +61,8 @@ export interface KeyRow {
   id: string
   name: string
   plan: string
+  /** The usage plan the key is on (the key mirror names it for a key it holds). */
+  planId: string
   enabled: boolean
   createdDate: Date | undefined
   /** What the key's plan grants (undefined when the plan is refused: its keys get 401). */
@@ -177,6 +180,7 @@ export class KeyAdmin {
           id: key.id,
           name: key.name ?? '',
           plan: planOfKey.get(key.id)?.label ?? '',
+          planId: planOfKey.get(key.id)?.id ?? '',
           enabled: key.enabled === true,
           createdDate: key.createdDate,
           limits: grant && !('error' in grant) ? grant.limits : undefined,
@@ -184,6 +188,15 @@ export class KeyAdmin {
         }
       })
     return { rows, otherKeys: keys.length - rows.length }
+  }
+
+  /**
+   * What the key mirror holds for a key, read strongly consistently: what the key's next request
+   * is authorized with (undefined: it gets 401). Reads the key's value (GetApiKey) to find its item.
+   */
+  async mirrored(keyId: string): Promise<MirrorView | undefined> {
+    const key = await this.#calls.key(keyId)
+    return this.#calls.sync.mirrored(hashApiKey(key.value))
   }
 
   async setEnabled(idOrName: string, enabled: boolean) {

@@ -6,6 +6,7 @@ import {
   type KeyUsageRequest,
 } from '#shared/rate-limit/key-usage-requests.ts'
 import { KeyAdminError } from './key-admin-error.ts'
+import { refusingRedirects } from './no-redirect-fetch.ts'
 
 /**
  * Where the keys CLI reads the rate limiter's counts and suspensions (and lifts them): a deployed
@@ -23,10 +24,11 @@ export const deployedKeyUsage = (
 /** A stage whose table is unknown (an older deploy): every read says so. */
 export const unavailableKeyUsage = (why: string): KeyUsageReader => {
   const fail = () => Promise.reject(new KeyAdminError(why))
-  return { days: fail, countsOn: fail, month: fail, state: fail, lift: fail }
+  return { days: fail, countsOn: fail, month: fail, state: fail, suspensions: fail, lift: fail }
 }
 
-export const localKeyUsage = (origin: string, fetchWith: typeof fetch): KeyUsageReader => {
+export const localKeyUsage = (origin: string, fetchImpl: typeof fetch): KeyUsageReader => {
+  const fetchWith = refusingRedirects(fetchImpl)
   const ask = async <Answer>(request: KeyUsageRequest): Promise<Answer> => {
     const response = await fetchWith(`${origin}${KEY_USAGE_PATH}`, {
       method: 'POST',
@@ -45,6 +47,7 @@ export const localKeyUsage = (origin: string, fetchWith: typeof fetch): KeyUsage
     days: (keyId, from, to) => ask({ op: 'days', keyId, from, to }),
     countsOn: (keyIds, day) => ask({ op: 'countsOn', keyIds, day }),
     month: (month) => ask({ op: 'month', month }),
+    suspensions: (keyIds) => ask({ op: 'suspensions', keyIds }),
     state: async (keyId) => {
       const state = await ask<{
         minute: number

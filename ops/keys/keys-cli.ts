@@ -1,7 +1,7 @@
 import { interruptOnSignals } from '#ops/cli-signal-handler.ts'
 import { runKeysCommand } from './keys-command.ts'
 
-// `npm run keys -- …` (see keys-command.ts for the commands). The first Ctrl-C or SIGTERM lets
+// `npm run keys -- …` (keys-command-table.ts lists the commands). The first Ctrl-C or SIGTERM lets
 // the command stop at its next step and undo a change left halfway (it says what it left); a
 // second one ends the process at once.
 const signal = interruptOnSignals('keys', {

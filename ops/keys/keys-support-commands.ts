@@ -3,6 +3,16 @@ import type { KeyDayUsage } from '#shared/rate-limit/key-usage-repository.ts'
 import { SUSPENSION_RECHECK_MS } from '#shared/rate-limit/rate-limiter.ts'
 import { KeyAdminError } from './key-admin-error.ts'
 import type { KeyRow } from './key-admin-service.ts'
+import {
+  type CommandCall,
+  isoUtc,
+  type OptionValues,
+  type Output,
+  printable,
+  stringOption,
+  UsageError,
+  utcDay,
+} from './keys-command-call.ts'
 
 /**
  * What support runs for a customer (docs/operations.md, "Support runbook"): `keys show`, `keys
@@ -11,24 +21,21 @@ import type { KeyRow } from './key-admin-service.ts'
  * headers show (admitted requests); KeyAdmin says what API Gateway holds.
  */
 
-/** What a command prints: one JSON document with --json, else lines for a person. */
-export interface Output {
-  json: boolean
-  stdout: (text: string) => void
-  say: (line: string) => void
-  /** The keys CLI's command line for this stage, for the commands a message names. */
-  keysCommand: string
-}
-
-export class SupportUsageError extends Error {}
-
 const DAY_ID = /^\d{4}-\d{2}-\d{2}$/
 const MONTH_ID = /^\d{4}-(0[1-9]|1[0-2])$/
 const DAY_MS = 86_400_000
 const DEFAULT_HISTORY_DAYS = 30
 
-const isoUtc = (epochMs: number) => new Date(epochMs).toISOString().replace(/\.\d{3}Z$/, 'Z')
-const utcDay = (epochMs: number) => new Date(epochMs).toISOString().slice(0, 10)
+/** A `yyyy-mm-dd` that is a day of the calendar (`2026-02-30` is not: Date.parse would roll it to March). */
+const calendarDay = (option: string, text: string): number => {
+  const at = Date.parse(`${text}T00:00:00Z`)
+  if (!DAY_ID.test(text) || Number.isNaN(at) || utcDay(at) !== text) {
+    throw new UsageError(
+      `--${option} ${text} is not a day of the calendar: give one like 2026-11-01 (UTC)`,
+    )
+  }
+  return at
+}
 
 /** A key of the stage by id, or by a name only one key has. */
 export const findKey = (rows: KeyRow[], idOrName: string, stage: string): KeyRow => {
@@ -44,13 +51,20 @@ export const findKey = (rows: KeyRow[], idOrName: string, stage: string): KeyRow
   throw new KeyAdminError(`No key ${idOrName} on a plan of stage ${stage}`)
 }
 
-/** Today's admitted requests per key, or why they could not be read. */
+/** Today's admitted requests and running suspensions per key, or why they could not be read. */
 export const todayCounts = async (
   target: StageTarget,
   keyIds: string[],
-): Promise<{ counts?: Record<string, number>; unavailable?: string }> => {
+): Promise<{
+  counts?: Record<string, number>
+  suspended?: Record<string, number>
+  unavailable?: string
+}> => {
   try {
-    return { counts: await target.usage.countsOn(keyIds, utcDay(Date.now())) }
+    return {
+      counts: await target.usage.countsOn(keyIds, utcDay(Date.now())),
+      suspended: await target.usage.suspensions(keyIds),
+    }
   } catch (error) {
     return { unavailable: `reading the rate limiter's table failed (${describe(error)})` }
   }
@@ -85,9 +99,23 @@ export const suspensionOf = async (
   }
 }
 
-const show = async (target: StageTarget, idOrName: string, out: Output) => {
+/**
+ * Whether the key mirror holds the key as its plan grants it: API Gateway's word alone does not
+ * make a key work, the mirror the authorizer reads does. Why not, or undefined when it does.
+ */
+const notInMirror = async (target: StageTarget, key: KeyRow): Promise<string | undefined> => {
+  try {
+    const item = await target.admin.mirrored(key.id)
+    if (item?.keyId === key.id && item.usagePlanId === key.planId) return undefined
+    return `the key mirror ${item === undefined ? 'does not have it yet' : `still has it on usage plan ${item.usagePlanId}`}: 401 until the key sync brings it (every minute; any change made with this CLI runs it at once)`
+  } catch (error) {
+    return `not known to work: the key mirror could not be read (${describe(error)})`
+  }
+}
+
+const showCommand = async ({ target, args, out }: CommandCall) => {
   const { rows } = await target.admin.listKeys()
-  const key = findKey(rows, idOrName, target.stage)
+  const key = findKey(rows, supportIdArg(args, 'show'), target.stage)
   const state = await target.usage.state(key.id)
   const now = Date.now()
   const overlapOver = key.disableAfter !== undefined && Date.parse(key.disableAfter) <= now
@@ -97,9 +125,10 @@ const show = async (target: StageTarget, idOrName: string, out: Output) => {
       ? 'its plan is refused by the key sync: 401'
       : overlapOver
         ? `its rotation overlap ended ${key.disableAfter}: 401`
-        : state.suspendedUntil !== undefined
-          ? `suspended until ${isoUtc(state.suspendedUntil)}: 429 key_suspended (${out.keysCommand} lift ${key.id} ends it)`
-          : undefined
+        : ((await notInMirror(target, key)) ??
+          (state.suspendedUntil !== undefined
+            ? `suspended until ${isoUtc(state.suspendedUntil)}: 429 key_suspended (${out.keysCommand} lift ${key.id} ends it)`
+            : undefined))
   const document = {
     id: key.id,
     name: key.name,
@@ -119,13 +148,13 @@ const show = async (target: StageTarget, idOrName: string, out: Output) => {
   const limit = (used: number, window: 'perMinute' | 'perDay') =>
     key.limits ? `${used} of ${key.limits[window]}` : String(used)
   const lines = [
-    ['key', `${key.id} "${key.name}"`],
+    ['key', `${key.id} "${printable(key.name)}"`],
     ['stage', target.stage],
     [
       'plan',
       key.limits
         ? `${key.plan} (${key.limits.perMinute}/minute, ${key.limits.perDay}/day)`
-        : key.plan,
+        : printable(key.plan),
     ],
     ['enabled', key.enabled ? 'yes' : 'no'],
     ['state', refusal ?? 'works'],
@@ -143,36 +172,67 @@ const show = async (target: StageTarget, idOrName: string, out: Output) => {
   )
 }
 
-const lift = async (target: StageTarget, idOrName: string, out: Output) => {
+/** Resolves once `clock` reads `at` or later (polled: a clock moved by hand moves it too). */
+const waitUntil = async (at: number, signal: AbortSignal | undefined): Promise<boolean> => {
+  for (let left = at - Date.now(); left > 0; left = at - Date.now()) {
+    if (signal?.aborted) return false
+    await new Promise((resolve) => setTimeout(resolve, Math.min(left, 100)))
+  }
+  return true
+}
+
+/**
+ * `lift <id>`: ends the suspension in the table, then waits out SUSPENSION_RECHECK_MS, the longest
+ * any instance (a warm Lambda, the local server) trusts a suspension it read before the lift: the
+ * command returns once the key's next request is answered by its plan, as every other change of
+ * this CLI does once the key mirror shows it.
+ */
+const liftCommand = async ({ target, args, out, signal }: CommandCall) => {
   const { rows } = await target.admin.listKeys()
-  const key = findKey(rows, idOrName, target.stage)
+  const key = findKey(rows, supportIdArg(args, 'lift'), target.stage)
   const wouldEnd = await target.usage.lift(key.id)
   const seconds = SUSPENSION_RECHECK_MS / 1000
+  if (wouldEnd === undefined) {
+    if (out.json) {
+      out.stdout(`${JSON.stringify({ id: key.id, lifted: false, wouldHaveEnded: null })}\n`)
+    }
+    out.say(`key ${key.id} is not suspended on stage ${target.stage}: nothing to lift`)
+    return
+  }
+  if (!(await waitUntil(Date.now() + SUSPENSION_RECHECK_MS, signal))) {
+    throw new KeyAdminError(
+      `lifted the suspension of key ${key.id} in the table, but interrupted (SIGINT or SIGTERM) before every instance reread it: it is in force within ${seconds} s`,
+      { made: true },
+    )
+  }
   if (out.json) {
     out.stdout(
-      `${JSON.stringify({ id: key.id, lifted: wouldEnd !== undefined, wouldHaveEnded: wouldEnd === undefined ? null : isoUtc(wouldEnd), recheckSeconds: seconds })}\n`,
+      `${JSON.stringify({ id: key.id, lifted: true, wouldHaveEnded: isoUtc(wouldEnd) })}\n`,
     )
   }
   out.say(
-    wouldEnd === undefined
-      ? `key ${key.id} is not suspended on stage ${target.stage}: nothing to lift`
-      : `lifted the suspension of key ${key.id} (it ran until ${isoUtc(wouldEnd)}): every instance answers it by its plan limits within ${seconds} s; its minute's requests still count`,
+    `lifted the suspension of key ${key.id} (it ran until ${isoUtc(wouldEnd)}): it is answered by its plan limits now; its minute's requests still count`,
   )
 }
 
 const CSV_HEADER = ['key_id', 'key_name', 'plan', 'day', 'requests']
 
+/**
+ * A cell a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, or a tab or carriage return
+ * first) gets a leading `'`, and is then quoted (OWASP, "CSV Injection"): a key's name is the
+ * customer's text, and the export goes to billing.
+ */
+const FORMULA_START = /^[=+\-@\t\r]/
+
 /** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
 const csvField = (value: string | number) => {
-  const text = String(value)
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
+  const text = typeof value === 'string' && FORMULA_START.test(value) ? `'${value}` : String(value)
+  return /[",\r\n']/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
 }
 
-const printUsage = (
-  rows: (KeyDayUsage & { keyName: string; plan: string })[],
-  format: 'csv' | 'json' | 'table',
-  out: Output,
-) => {
+type UsageRow = KeyDayUsage & { keyName: string; plan: string }
+
+const printUsage = (rows: UsageRow[], format: 'csv' | 'json' | 'table', out: Output) => {
   if (format === 'json') {
     const document = rows.map(({ keyId, keyName, plan, day, requests }) => ({
       keyId,
@@ -189,7 +249,10 @@ const printUsage = (
       `${[CSV_HEADER, ...lines].map((line) => line.map(csvField).join(',')).join('\r\n')}\r\n`,
     )
   }
-  const table = [['KEY', 'NAME', 'PLAN', 'DAY', 'REQUESTS'], ...lines.map((l) => l.map(String))]
+  const table = [
+    ['KEY', 'NAME', 'PLAN', 'DAY', 'REQUESTS'],
+    ...lines.map((line) => line.map((cell) => printable(String(cell)))),
+  ]
   const widths = CSV_HEADER.map((_, column) =>
     Math.max(...table.map((line) => line[column]?.length ?? 0)),
   )
@@ -205,18 +268,48 @@ const printUsage = (
   )
 }
 
-const usage = async (
-  target: StageTarget,
-  args: string[],
-  values: Record<string, string | boolean | undefined>,
-  out: Output,
-) => {
+/** What `usage` says of its PLAN column: the limiter records no plan per day. */
+const PLAN_NOW =
+  "PLAN is each key's plan now: a day's plan is not recorded, so days before a move show the new plan"
+
+/** `usage <id>`'s days: from the day the key was made at the earliest (it had no use before). */
+const historyRange = (values: OptionValues, createdDate: Date | undefined) => {
+  const toText = stringOption(values, 'to') ?? utcDay(Date.now())
+  const to = calendarDay('to', toText)
+  const fromText = stringOption(values, 'from')
+  const from =
+    fromText === undefined
+      ? to - (DEFAULT_HISTORY_DAYS - 1) * DAY_MS
+      : calendarDay('from', fromText)
+  const span = (to - from) / DAY_MS
+  if (!(span >= 0 && span < 366)) {
+    throw new UsageError('--from must be on or before --to, at most 366 days apart')
+  }
+  const created =
+    createdDate === undefined ? from : Date.parse(`${utcDay(createdDate.getTime())}T00:00:00Z`)
+  return { from: utcDay(Math.max(from, created)), to: utcDay(to), before: created > to }
+}
+
+/** `usage`'s options, checked before the stage is opened: a month, or real days in order. */
+export const checkUsageOptions = (values: OptionValues, args: readonly string[]): void => {
+  const month = stringOption(values, 'month')
+  if (month === undefined) {
+    if (!args[0]) throw new UsageError('usage needs a key id (or name), or --month')
+    historyRange(values, undefined)
+    return
+  }
+  if (args[0] !== undefined) throw new UsageError('usage --month takes no key id')
+  if (!MONTH_ID.test(month)) {
+    throw new UsageError(`--month ${month} is not a month: give one like 2026-11`)
+  }
+}
+
+const usageCommand = async ({ target, args, values, out }: CommandCall) => {
   const format = values.csv ? 'csv' : out.json ? 'json' : 'table'
+  checkUsageOptions(values, args)
+  const month = stringOption(values, 'month')
   const { rows: keys } = await target.admin.listKeys()
-  const month = values.month as string | undefined
   if (month !== undefined) {
-    if (args[0] !== undefined) throw new SupportUsageError('usage --month takes no key id')
-    if (!MONTH_ID.test(month)) throw new SupportUsageError('--month must look like 2026-11')
     const byId = new Map(keys.map((key) => [key.id, key]))
     const rows = (await target.usage.month(month)).map((row) => ({
       ...row,
@@ -226,47 +319,28 @@ const usage = async (
     }))
     printUsage(rows, format, out)
     out.say(
-      `${rows.length} row(s): admitted requests per key and UTC day of ${month} on stage ${target.stage}`,
+      `${rows.length} row(s): admitted requests per key and UTC day of ${month} on stage ${target.stage}. ${PLAN_NOW}`,
     )
     return
   }
-  const idOrName = args[0]
-  if (!idOrName) throw new SupportUsageError('usage needs a key id (or name), or --month')
-  const key = findKey(keys, idOrName, target.stage)
-  const to = (values.to as string | undefined) ?? utcDay(Date.now())
-  const from =
-    (values.from as string | undefined) ??
-    utcDay(Date.parse(`${to}T00:00:00Z`) - (DEFAULT_HISTORY_DAYS - 1) * DAY_MS)
-  if (!DAY_ID.test(from) || !DAY_ID.test(to) || Number.isNaN(Date.parse(`${from}T00:00:00Z`))) {
-    throw new SupportUsageError('--from and --to must look like 2026-11-01')
-  }
-  const span = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS
-  if (!(span >= 0 && span < 366)) {
-    throw new SupportUsageError('--from must be on or before --to, at most 366 days apart')
-  }
-  const days = await target.usage.days(key.id, from, to)
+  const key = findKey(keys, args[0] as string, target.stage)
+  const range = historyRange(values, key.createdDate)
+  const days = range.before ? [] : await target.usage.days(key.id, range.from, range.to)
   printUsage(
     days.map((day) => ({ ...day, keyName: key.name, plan: key.plan })),
     format,
     out,
   )
+  out.say(
+    range.before
+      ? `key ${key.id} was made on ${utcDay(key.createdDate?.getTime() ?? 0)}, after ${range.to}: no days to show`
+      : `admitted requests of key ${key.id} per UTC day from ${range.from}${key.createdDate && range.from === utcDay(key.createdDate.getTime()) ? ' (the day it was made)' : ''} to ${range.to}. ${PLAN_NOW}`,
+  )
 }
 
-/** Runs show, lift or usage; false for any other command. */
-export const runSupportCommand = async (
-  target: StageTarget,
-  command: string,
-  args: string[],
-  values: Record<string, string | boolean | undefined>,
-  out: Output,
-): Promise<boolean> => {
-  const idArg = () => {
-    if (!args[0]) throw new SupportUsageError(`${command} needs a key id (or name)`)
-    return args[0]
-  }
-  if (command === 'show') await show(target, idArg(), out)
-  else if (command === 'lift') await lift(target, idArg(), out)
-  else if (command === 'usage') await usage(target, args, values, out)
-  else return false
-  return true
+const supportIdArg = (args: string[], command: string): string => {
+  if (!args[0]) throw new UsageError(`${command} needs a key id (or name)`)
+  return args[0]
 }
+
+export { liftCommand, showCommand, usageCommand }

@@ -110,6 +110,14 @@ export class ManagementCalls {
           { cause: error },
         )
       }
+      const status = $metadata?.httpStatusCode ?? 0
+      if (status >= 300 && status < 400) {
+        // The SDK follows no redirect (the local control plane's secret stays here): say so.
+        throw new KeyAdminError(
+          `${command.constructor.name.replace(/Command$/, '')} was answered with a redirect (HTTP ${status}), which the keys CLI follows none of: ${this.keysCommand.includes('--url') ? 'is the --url the local server itself?' : 'check --region and the stage'}`,
+          { cause: error },
+        )
+      }
       throw error
     }
   }) as APIGatewayClient['send']

@@ -5,6 +5,7 @@ import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import type { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import type { HeldRemoval, KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import type { HeldRemovals } from './held-removals-command.ts'
+import { refusingRedirects } from './no-redirect-fetch.ts'
 
 /** What the key mirror grants a key: what its next request is authorized with. */
 export type MirrorView = Pick<
@@ -118,7 +119,7 @@ export class LocalStageSync implements StageSync, HeldRemovals {
 
   constructor(origin: string, fetchImpl: typeof fetch = fetch) {
     this.#origin = origin
-    this.#fetch = fetchImpl
+    this.#fetch = refusingRedirects(fetchImpl)
   }
 
   /**

@@ -5,8 +5,9 @@ import {
   TagResourceCommand,
   UntagResourceCommand,
 } from '@aws-sdk/client-api-gateway'
+import { newApiKeyValue } from '#keys/api-key-value.ts'
 import { DISABLE_AFTER_TAG } from '#keys/key-verdicts.ts'
-import type { PlanLimits } from '#shared/config/plans-config.ts'
+import type { PlanLimits, PlanName } from '#shared/config/plans-config.ts'
 import { causeOf, Interrupted, KeyAdminError } from './key-admin-error.ts'
 import type { ManagementCalls } from './management-calls.ts'
 import { type StagePlan, stagePlanOf } from './stage-plans.ts'
@@ -50,6 +51,10 @@ export const undo = async (
   return { undone, left }
 }
 
+/** The plan a key's value names: its tier (a customer's plan is `enterprise`). */
+const planNameOf = (plan: StagePlan): PlanName =>
+  'error' in plan.grant ? 'enterprise' : plan.grant.plan
+
 /**
  * A new key on a plan, in an order an interruption or a failed call cannot leave halfway: the
  * key is made on no plan (so it gets 401) and handed out at once; for a rotation with an overlap
@@ -77,7 +82,14 @@ export const newKeyOn = async (
   let newId: string | undefined
   let disableAfter: string | undefined
   try {
-    const key = await calls.send(new CreateApiKeyCommand({ name, enabled: true, tags }))
+    const key = await calls.send(
+      new CreateApiKeyCommand({
+        name,
+        enabled: true,
+        tags,
+        value: newApiKeyValue(planNameOf(plan)),
+      }),
+    )
     if (!key.id || !key.value) throw new Error('CreateApiKey answered without an id or value')
     const id = key.id
     newId = id
@@ -160,6 +172,10 @@ export const newKeyOn = async (
   }
 }
 
+/** The options that name a plan on the keys CLI's command line: `--customer acme`, `--plan pro`. */
+const selectorArguments = (plan: StagePlan): string =>
+  plan.customer !== undefined ? `--customer ${plan.customer}` : `--plan ${planNameOf(plan)}`
+
 /** Puts a key a failed move left on no plan back onto its old plan; the error that says where it is. */
 export const undoMove = async (
   calls: ManagementCalls,
@@ -184,7 +200,7 @@ export const undoMove = async (
     now = await calls.retryingThrottled(() => stagePlanOf(calls, keyId, plans))
   } catch (readError) {
     return new KeyAdminError(
-      `${stopped}, and where the key is now could not be read (${causeOf(readError)}): run ${calls.keysCommand} list; if key ${keyId} is on no plan, ${calls.keysCommand} move ${keyId} ${current ? `--plan/--customer of ${current.label}` : ''}`.trimEnd(),
+      `${stopped}, and where the key is now could not be read (${causeOf(readError)}): run ${calls.keysCommand} list; if key ${keyId} is on no plan, ${calls.keysCommand} move ${keyId} ${current ? selectorArguments(current) : '--plan <plan>'}`,
       { cause: error },
     )
   }
@@ -204,7 +220,7 @@ export const undoMove = async (
   const { left } = await undo(calls, [
     {
       what: `put key ${keyId} back on ${plan.label}`,
-      left: `key ${keyId} is on no plan of stage ${calls.stage} and gets 401 (${calls.keysCommand} move ${keyId} to put it on a plan)`,
+      left: `key ${keyId} is on no plan of stage ${calls.stage} and gets 401 (${calls.keysCommand} move ${keyId} ${selectorArguments(plan)} puts it back)`,
       run: () =>
         calls.send(
           new CreateUsagePlanKeyCommand({

@@ -2,27 +2,36 @@ import { parseArgs } from 'node:util'
 import { KeyAdminError } from '#ops/keys/key-admin-error.ts'
 import type { KeyAdmin } from '#ops/keys/key-admin-service.ts'
 import type { CommandIo } from '#ops/keys/keys-command.ts'
+import { didYouMean } from '#ops/keys/keys-command-call.ts'
 import {
+  DEPLOYED_STAGES,
   localServerOrigin,
   openStageTarget,
   type StageTarget,
 } from '#ops/stage/stage-target-resolver.ts'
 import { maskingArguments } from '#shared/auth/key-value-mask.ts'
-import { runSmoke, type SmokeKeys, TemporaryKeyError } from './smoke-runner.ts'
+import { runSmoke, type SmokeKeys, type SmokeOptions, TemporaryKeyError } from './smoke-runner.ts'
 
 /**
  * `npm run smoke -- …`: the smoke test of a running stage (smoke-runner.ts). Exit codes: 0 every
  * check passed, 1 a check failed, the run was interrupted (or the stage could not be reached),
  * 2 a usage error.
  */
-const USAGE = `usage: npm run smoke -- [--stage staging|production [--region R]] [--base-url <url>] [--key <key>] [--allow-writes]
+const USAGE = `usage: npm run smoke -- [--stage staging|production [--region R]] [--base-url <url>] [--key <key>] [--allow-writes] [--json]
   --stage S        a deployed stage: its BaseUrl (or --base-url, e.g. a custom domain) and a temporary
                    key made and revoked with the keys CLI (needs the operator's AWS credentials)
   --base-url URL   another server; with --key, that key is used as it is; without, the URL must be
                    a local server (npm start), whose control plane makes the temporary key
   (neither)        the local server where npm start listens (HOST, PORT)
   --allow-writes   create a pet on a server given with --base-url and --key (the local server and
-                   staging are written to anyway; production never is: its checks are read-only)`
+                   staging are written to anyway; production never is: its checks are read-only)
+  --json           the result as one JSON document on stdout (the report's lines go to stderr)`
+
+/** A usage error: what is wrong, and where the options are listed (exit 2). */
+const usageError = (io: SmokeIo, message: string) => {
+  io.stderr(`smoke: ${message}\nsmoke: npm run smoke -- --help lists the options\n`)
+  return 2
+}
 
 /** The stage whose pet catalogue the smoke test never writes to. */
 const READ_ONLY_STAGE = 'production'
@@ -87,13 +96,13 @@ export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise
     stdout: maskingArguments(argv, smokeIo.stdout),
     stderr: maskingArguments(argv, smokeIo.stderr),
   }
-  const say = (line: string) => io.stdout(`${line}\n`)
   let values: {
     stage?: string
     region?: string
     'base-url'?: string
     key?: string
     'allow-writes'?: boolean
+    json?: boolean
     help?: boolean
   }
   try {
@@ -105,27 +114,35 @@ export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise
         'base-url': { type: 'string' },
         key: { type: 'string' },
         'allow-writes': { type: 'boolean' },
+        json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     }).values
   } catch (error) {
-    io.stderr(`smoke: ${(error as Error).message}\n${USAGE}\n`)
-    return 2
+    return usageError(io, (error as Error).message)
   }
   if (values.help) {
-    say(USAGE)
+    io.stdout(`${USAGE}\n`)
     return 0
   }
+  // With --json, stdout carries the one document; the report's lines go to stderr.
+  const say = (line: string) => (values.json ? io.stderr : io.stdout)(`${line}\n`)
   const baseUrl = values['base-url']?.replace(/\/+$/, '')
   if (values.key !== undefined && baseUrl === undefined && values.stage === undefined) {
-    io.stderr(`smoke: --key needs --base-url or --stage\n${USAGE}\n`)
-    return 2
+    return usageError(io, '--key needs --base-url or --stage')
   }
-  if (values.stage === READ_ONLY_STAGE && values['allow-writes']) {
-    io.stderr(
-      `smoke: --allow-writes: the smoke test never writes to ${READ_ONLY_STAGE}'s pet catalogue (its checks there are read-only)\n${USAGE}\n`,
+  const { stage } = values
+  if (stage !== undefined && !(DEPLOYED_STAGES as readonly string[]).includes(stage)) {
+    return usageError(
+      io,
+      `--stage ${stage} is no deployed stage (${DEPLOYED_STAGES.join(', ')}; without --stage, the local server)${didYouMean(stage, DEPLOYED_STAGES)}`,
     )
-    return 2
+  }
+  if (stage === READ_ONLY_STAGE && values['allow-writes']) {
+    return usageError(
+      io,
+      `--allow-writes: the smoke test never writes to ${READ_ONLY_STAGE}'s pet catalogue (its checks there are read-only)`,
+    )
   }
   // Writes go where no customer sees them: the local server and staging, or where the operator
   // says so. A URL and a key alone may be production behind a custom domain.
@@ -149,7 +166,7 @@ export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise
     const admin = target?.admin
     const keys: SmokeKeys | undefined =
       admin && values.key === undefined ? smokeKeys(admin) : undefined
-    const result = await runSmoke({
+    const options: SmokeOptions = {
       baseUrl: baseUrl ?? (target?.outputs.baseUrl as string),
       key: values.key,
       keys,
@@ -163,7 +180,21 @@ export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise
             ? undefined
             : `temporary key ${id} is left: revoke it with ${keys.revokeCommand(id)}`,
         ),
-    })
+    }
+    const result = await runSmoke(options)
+    if (values.json) {
+      const { passed, failed, checks, stopped, answers } = result
+      const document = {
+        baseUrl: options.baseUrl,
+        writes,
+        passed,
+        failed,
+        stopped: stopped ?? null,
+        answers,
+        checks,
+      }
+      io.stdout(`${JSON.stringify(document, null, 2)}\n`)
+    }
     return result.failed === 0 ? 0 : 1
   } catch (error) {
     const message =

@@ -35,6 +35,42 @@ const describeAnswer = (status: number, text: string): string => {
   return `${status}: ${text.slice(0, 200)}`
 }
 
+/** How long this address is refused for failed authentications, and what says so. */
+export interface Lockout {
+  seconds: number
+  /** `Retry-After 42` (the local server), or the WAF's window when the answer names no time. */
+  source: string
+}
+
+/**
+ * The WAF's keyless rule (operations.md, "Edge rules") counts an address's requests over 5
+ * minutes and answers its block without a Retry-After: it ends at the latest 5 minutes on.
+ */
+const WAF_WINDOW_SECONDS = 300
+
+/**
+ * The lockout an answer reports (429 `too_many_failed_auths`: the local server's failed-auth
+ * limiter, or the WAF's keyless rule on AWS), else undefined. Requests without a valid key then
+ * get 429 instead of 401 until it ends.
+ */
+export const lockoutOf = (response: ObservedResponse | undefined): Lockout | undefined => {
+  if (response?.status !== 429) return undefined
+  try {
+    const { code } = JSON.parse(response.text) as { code?: unknown }
+    if (code !== 'too_many_failed_auths') return undefined
+  } catch {
+    return undefined
+  }
+  const retryAfter = Number(response.headers.get('retry-after') ?? Number.NaN)
+  return Number.isFinite(retryAfter) && retryAfter > 0
+    ? { seconds: Math.ceil(retryAfter), source: `Retry-After ${Math.ceil(retryAfter)}` }
+    : { seconds: WAF_WINDOW_SECONDS, source: "no Retry-After: the WAF's 5-minute window" }
+}
+
+/** What a run says when this address is locked out: wait, and for how long. */
+export const lockoutAdvice = ({ seconds, source }: Lockout): string =>
+  `this address is refused for ${seconds} s more after too many failed authentications (429 too_many_failed_auths, ${source}): requests without a valid key get 429, not 401, until then. Wait ${seconds} s and run the smoke test again`
+
 /** One `GET /pets?limit=1` with the key under test, its body read. */
 export type KeyProbe = () => Promise<{ status: number; text: string }>
 

@@ -3,7 +3,7 @@ import { DOCUMENTED_OPERATIONS, operationIdOf } from '#openapi/contract-validato
 import type { Pet, PetstoreClient } from '#openapi/petstore-client.ts'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
 import type { OperationId } from '#shared/config/routes-config.ts'
-import { expectStatus } from './smoke-key-checks.ts'
+import { expectStatus, lockoutAdvice, lockoutOf } from './smoke-key-checks.ts'
 import type { SmokeRecorder } from './smoke-recorder.ts'
 
 const UNUSED_PET_ID = Number.MAX_SAFE_INTEGER
@@ -144,6 +144,8 @@ export const unauthorizedRefused = async ({ answers, raw }: SmokeRecorder) => {
     await (await raw('/pets', authorization)).arrayBuffer()
   }
   for (const { response } of answers.slice(from)) {
+    const locked = lockoutOf(response)
+    if (locked !== undefined) throw new Error(lockoutAdvice(locked))
     expectStatus(response, 401, 'GET /pets with an unknown key or none')
     if (RATE_LIMIT_HEADERS.some((header) => response.headers.has(header))) {
       throw new Error('a 401 carries rate-limit headers')

@@ -9,13 +9,28 @@ export interface RecorderOptions {
   report: (line: string) => void
 }
 
+/** One check as the run reported it. */
+export interface CheckOutcome {
+  name: string
+  ok: boolean
+  /** What it found, or why it failed. */
+  detail: string
+}
+
+/** The run's count of checks, and each one's outcome in order. */
+export interface SmokeTally {
+  passed: number
+  failed: number
+  checks: CheckOutcome[]
+}
+
 /**
  * The run's record: every answer with the contract problems it has, and the checks that read it
  * (a check passes when `run` returns and its answers keep the contract). `result` counts them.
  */
 export const smokeRecorder = (
   { baseUrl, fetch: fetchImpl, signal, report }: RecorderOptions,
-  result: { passed: number; failed: number },
+  result: SmokeTally,
 ) => {
   /** Every answer of the run, in order, with the contract problems it has. */
   const answers: { response: ObservedResponse; problems: string[] }[] = []
@@ -52,14 +67,15 @@ export const smokeRecorder = (
       if (problems.length > 0)
         throw new Error(`broke the contract:\n        - ${problems.join('\n        - ')}`)
       result.passed += 1
+      result.checks.push({ name, ok: true, detail })
       report(`  ok    ${name}: ${detail}`)
       return true
     } catch (error) {
       result.failed += 1
       const cutOff = signal?.aborted && (error as Error).name === 'AbortError'
-      report(
-        `  FAIL  ${name}: ${cutOff ? 'interrupted (SIGINT or SIGTERM)' : (error as Error).message}`,
-      )
+      const why = cutOff ? 'interrupted (SIGINT or SIGTERM)' : (error as Error).message
+      result.checks.push({ name, ok: false, detail: why })
+      report(`  FAIL  ${name}: ${why}`)
       return false
     }
   }

@@ -5,6 +5,8 @@ import {
   givenKeyWorks,
   Interrupted,
   type KeyProbe,
+  lockoutAdvice,
+  lockoutOf,
   temporaryKeyWorks,
 } from './smoke-key-checks.ts'
 import {
@@ -13,7 +15,7 @@ import {
   smokeOperations,
   unauthorizedRefused,
 } from './smoke-operations.ts'
-import { type SmokeRecorder, smokeRecorder } from './smoke-recorder.ts'
+import { type SmokeRecorder, type SmokeTally, smokeRecorder } from './smoke-recorder.ts'
 
 /**
  * The smoke test of a running stage (`npm run smoke`): with a temporary key (made and revoked
@@ -80,9 +82,11 @@ export interface SmokeOptions {
   keysCommand?: string | undefined
 }
 
-export interface SmokeResult {
-  passed: number
-  failed: number
+export interface SmokeResult extends SmokeTally {
+  /** Why the checks after a failed one did not run, if they did not. */
+  stopped: string | undefined
+  /** Answers checked against openapi/openapi.json. */
+  answers: number
 }
 
 /** How long the run may be quiet while it waits before it says what it waits for. */
@@ -149,6 +153,11 @@ const revokeTemporaryKey = (
     // A create cut off before the key's value came back: nothing to try the key with.
     if (run.key === undefined) return `${id} deleted`
     const response = await raw('/pets?limit=1', `Bearer ${run.key}`, true)
+    const locked = lockoutOf(answers.at(-1)?.response)
+    if (locked !== undefined) {
+      await response.arrayBuffer()
+      throw new Error(`${id} is deleted, but its 401 could not be seen: ${lockoutAdvice(locked)}`)
+    }
     expectStatus(answers.at(-1)?.response, 401, 'GET /pets with the revoked key')
     await response.arrayBuffer()
     return `${id} gets 401`
@@ -158,7 +167,7 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
   const sleep = options.sleep ?? defaultSleep
   const now = options.now ?? Date.now
   const { signal } = options
-  const result: SmokeResult = { passed: 0, failed: 0 }
+  const result: SmokeTally = { passed: 0, failed: 0, checks: [] }
   const recorder = smokeRecorder(
     { baseUrl: options.baseUrl, fetch: options.fetch ?? fetch, signal, report: options.report },
     result,
@@ -180,6 +189,14 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
   }
 
   const checks = async () => {
+    // First, before a key is made: an address locked out for failed authentications gets 429
+    // where the 401s are checked, and the run says how long to wait instead of failing them.
+    const refused = await unlessInterrupted('401', () => unauthorizedRefused(recorder))
+    const locked = lockoutOf(answers.at(-1)?.response)
+    if (!refused && locked !== undefined) {
+      run.stopped = `this address is locked out for ${locked.seconds} s`
+      return
+    }
     if (run.key === undefined && !(await makeTemporaryKey(options, recorder, run))) return
     const apiKey = run.key as string
 
@@ -234,7 +251,6 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
     }
     await unlessInterrupted('every operation', () => everyOperationAnswered(recorder))
     await unlessInterrupted('rate-limit headers', () => rateLimitHeadersShown(recorder, run.limits))
-    await unlessInterrupted('401', () => unauthorizedRefused(recorder))
   }
 
   try {
@@ -242,6 +258,7 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
   } catch (error) {
     if (!(error instanceof Interrupted)) throw error
     result.failed += 1
+    result.checks.push({ name: 'interrupted', ok: false, detail: error.message })
     options.report(`  FAIL  ${error.message}`)
   } finally {
     const keys = options.keys
@@ -257,5 +274,5 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
         : `FAILED: ${result.failed} of ${total} checks failed, ${result.passed} passed${run.stopped ? ` (${run.stopped}: the other checks did not run)` : ''}`
     }, ${answers.length} answer${answers.length === 1 ? '' : 's'} checked against openapi/openapi.json`,
   )
-  return result
+  return { ...result, stopped: run.stopped, answers: answers.length }
 }

@@ -153,6 +153,28 @@ export class KeyUsageRepository {
   }
 
   /**
+   * The keys whose suspension runs now, with when it ends (epoch ms): today's and tomorrow's
+   * items, as `state` reads them (a suspension that crosses midnight is on both). For `keys list`.
+   */
+  async suspensions(keyIds: string[]): Promise<Record<string, number>> {
+    const nowMs = this.#clock()
+    const days = [utcWindowsAt(nowMs).dayId, utcWindowsAt(nowMs + DAY_MS).dayId]
+    const items = await this.#items(
+      keyIds.flatMap((keyId) => days.map((day) => this.#pk(keyId, day))),
+    )
+    const running: Record<string, number> = {}
+    for (const keyId of keyIds) {
+      const until = Math.max(
+        ...days.map((day) =>
+          numberOf(items.get(this.#pk(keyId, day))?.[ATTRIBUTES.suspendedUntil]),
+        ),
+      )
+      if (until > nowMs) running[keyId] = until
+    }
+    return running
+  }
+
+  /**
    * Every key's admitted requests per day of a month, revoked keys included (one row per key and
    * day with a count), by key then day. A Scan: it reads the whole table once (about 100 days of
    * items per key), which a monthly export can afford and a request path never does.

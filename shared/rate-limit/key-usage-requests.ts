@@ -16,6 +16,10 @@ export const keyUsageRequestSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('countsOn'), keyIds: z.array(keyId).check(z.maxLength(10_000)), day }),
   z.object({ op: z.literal('month'), month: z.string().check(z.regex(/^\d{4}-\d{2}$/)) }),
   z.object({ op: z.literal('state'), keyId }),
+  z.object({
+    op: z.literal('suspensions'),
+    keyIds: z.array(keyId).check(z.maxLength(10_000)),
+  }),
   z.object({ op: z.literal('lift'), keyId }),
 ])
 export type KeyUsageRequest = z.infer<typeof keyUsageRequestSchema>
@@ -23,7 +27,7 @@ export type KeyUsageRequest = z.infer<typeof keyUsageRequestSchema>
 /** What the CLI needs of the repository, wherever it runs. */
 export type KeyUsageReader = Pick<
   KeyUsageRepository,
-  'days' | 'countsOn' | 'month' | 'state' | 'lift'
+  'days' | 'countsOn' | 'month' | 'state' | 'suspensions' | 'lift'
 >
 
 /** Runs one request against the repository; the answer is plain JSON. */
@@ -40,6 +44,8 @@ export const answerKeyUsageRequest = async (
       return repository.month(request.month)
     case 'state':
       return repository.state(request.keyId)
+    case 'suspensions':
+      return repository.suspensions(request.keyIds)
     case 'lift':
       return { liftedUntil: (await repository.lift(request.keyId)) ?? null }
   }

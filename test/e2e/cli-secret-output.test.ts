@@ -112,9 +112,10 @@ describe.concurrent('no key value in any message', () => {
         expect(result.code, `keys ${args.join(' ')}: ${result.output}`).toBe(expected)
       }
     }
+    // An unknown stage is a usage error too (2), its name masked.
     const stage = await run(runKeysCommand, ['--stage', value, 'list'])
     expect(stage.output).not.toContain(value)
-    expect(stage.code).toBe(1)
+    expect(stage.code).toBe(2)
     // The refusal says what to pass instead, without repeating what it got.
     expect((await run(runKeysCommand, ['--url', origin, 'revoke', value])).output).toContain(
       'that looks like a key value; pass its id',
@@ -135,7 +136,7 @@ describe.concurrent('no key value in any message', () => {
       [[`--key=${value}`], 2],
       [['--stage', 'production', '--key', value, '--allow-writes'], 2],
       [[`--${value}`], 2],
-      [['--stage', value], 1],
+      [['--stage', value], 2],
       [['--base-url', `${echoingOrigin}/v1`, '--key', value], 1],
       [['--base-url', `${echoingOrigin}/v1`, '--key', value, '--allow-writes'], 1],
       [['--base-url', 'http://127.0.0.1:9/v1', '--key', value], 1],

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runKeysCommand } from '#ops/keys/keys-command.ts'
 import { CONTROL_SECRET_VARIABLE } from '#shared/config/local-control-config.ts'
+import { systemClock } from '#shared/time/clock.ts'
+import { heldTimers } from '#test/support/held-timers.ts'
 import { keysCommandOn } from '#test/support/keys-command-runner.ts'
 import {
   apiClient,
@@ -24,7 +26,8 @@ let origin: string
 beforeAll(async () => {
   server = await startInProcessServer(
     { PETSTORE_API_KEYS: '', PETSTORE_AUTHORIZER_CACHE_TTL: '300' },
-    { failedAuthLimit: 100_000 },
+    // No sync on a timer: a change is in force only by the CLI's own sync run (or syncKeys).
+    { failedAuthLimit: 100_000, clock: systemClock, timers: heldTimers() },
   )
   origin = new URL(server.baseUrl).origin
 })
@@ -61,6 +64,8 @@ describe('npm run keys, locally', () => {
     expect(result.code, result.output).toBe(0)
     const key = result.stdout.trim()
     expect(result.stdout).toBe(`${key}\n`)
+    // Its plan first, as the first start's keys and the README show them.
+    expect(key).toMatch(/^pro-[A-Za-z0-9]{32}$/)
     expect(result.output).toMatch(/created key \w+ "alice" on pro \(300\/minute, 10000\/day\)/)
     const first = await apiClient(server.baseUrl, key).get('/pets?limit=1')
     expect(first.status).toBe(200)
@@ -92,6 +97,7 @@ describe('npm run keys, locally', () => {
     expect(rotated.code, rotated.stderr).toBe(0)
     const fresh = rotated.stdout.trim()
     expect(fresh).not.toBe(old.key)
+    expect(fresh).toMatch(/^pro-/)
     for (const key of [old.key, fresh, old.key, fresh])
       expect(await policyOf(key)).toContain('q=300')
     expect((await keys('revoke', old.id)).code).toBe(0)
@@ -236,9 +242,18 @@ describe('npm run keys, locally', () => {
         `If the key is not wanted: npm run keys -- --url ${proxyOrigin} revoke ${id}`,
       )
       expect(stderr).not.toContain(value)
+      // API Gateway has it, the key mirror not yet: show does not say it works.
+      expect(await statusNow(value)).toBe(401)
+      const unseen = await keys('show', id, '--json')
+      expect(JSON.parse(unseen.stdout)).toMatchObject({
+        works: false,
+        refusedBecause: expect.stringContaining('the key mirror does not have it yet: 401'),
+      })
+      expect((await keys('show', id)).stdout).toMatch(/state\s+the key mirror does not have it yet/)
       // The scheduled sync's part: then the key works, until the command named revokes it
       // (here against the server itself: the proxy refuses every sync).
       await server.syncKeys()
+      expect(JSON.parse((await keys('show', id, '--json')).stdout)).toMatchObject({ works: true })
       expect(await statusNow(value)).toBe(200)
       const revoked = await keys('revoke', id)
       expect(revoked.code, revoked.stderr).toBe(0)
@@ -248,16 +263,18 @@ describe('npm run keys, locally', () => {
     }
   })
 
-  it('answers usage errors with exit 2 and the usage, and a missing server with exit 1', async () => {
+  it('answers usage errors with exit 2 and a pointer to --help, and a missing server with exit 1', async () => {
     for (const args of [
       ['create', '--plan', 'gold'],
       ['move', 'x'],
       ['frobnicate'],
       ['rotate', 'x', '--overlap', 'soon'],
+      ['--stage', 'prod', 'list'],
     ]) {
       const result = await keys(...args)
       expect(result.code, args.join(' ')).toBe(2)
-      expect(result.stderr).toContain('usage: npm run keys')
+      expect(result.stderr).toContain('npm run keys -- --help lists every command')
+      expect(result.stderr.trimEnd().split('\n')).toHaveLength(2)
     }
     let stderr = ''
     const code = await runKeysCommand(['--url', 'http://127.0.0.1:1', 'list'], {
@@ -271,5 +288,57 @@ describe('npm run keys, locally', () => {
     expect(stderr).toContain(
       'No local server answers at http://127.0.0.1:1: start it with npm start',
     )
+  })
+
+  it('follows no redirect with the control-plane secret: it stops and says why', async () => {
+    // Another program on the port answers the CLI's requests with redirects to a third one.
+    const received: string[] = []
+    const elsewhere = await startRuleProxy(origin, (req) => {
+      received.push(`${req.method} ${req.url} ${req.headers['x-petstore-local-secret'] ?? ''}`)
+      return { status: 200, body: {} }
+    })
+    const redirecting = await startRuleProxy(origin, (req) =>
+      req.url === '/_local/key-usage' || req.url === '/_local/key-sync'
+        ? { status: 307, body: {}, headers: { location: `${elsewhere.origin}${req.url}` } }
+        : 'forward',
+    )
+    try {
+      const { id } = await created('--plan', 'free', '--name', 'redirected')
+      const viaRedirect = keysCommandOn({
+        baseUrl: redirecting.baseUrl,
+        controlSecret: server.controlSecret,
+      })
+      const shown = await viaRedirect('show', id)
+      expect(shown.code).toBe(1)
+      expect(shown.stderr).toContain(
+        `${redirecting.origin} answered a redirect (HTTP 307) where the local server answers: the keys CLI follows none`,
+      )
+      const disabled = await viaRedirect('disable', id)
+      expect(disabled.code).toBe(1)
+      expect(disabled.stderr).toContain('answered a redirect (HTTP 307)')
+      expect(received).toEqual([])
+    } finally {
+      await redirecting.close()
+    }
+    // The management API's calls (the AWS SDK, which follows no redirect either).
+    const redirectingAll = await startRuleProxy(origin, (req) =>
+      req.url?.startsWith('/_local/apigateway')
+        ? { status: 307, body: {}, headers: { location: `${elsewhere.origin}${req.url}` } }
+        : 'forward',
+    )
+    try {
+      const listed = await keysCommandOn({
+        baseUrl: redirectingAll.baseUrl,
+        controlSecret: server.controlSecret,
+      })('list')
+      expect(listed.code).toBe(1)
+      expect(listed.stderr).toContain(
+        'GetApiKeys was answered with a redirect (HTTP 307), which the keys CLI follows none of',
+      )
+      expect(received).toEqual([])
+    } finally {
+      await redirectingAll.close()
+      await elsewhere.close()
+    }
   })
 })

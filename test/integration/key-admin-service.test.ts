@@ -320,6 +320,8 @@ describe('keys CLI operations', () => {
       id: key.id,
       name: 'frank',
       plan: 'pro',
+      planId: stageOutputsFrom(localOutputs(store, 'http://127.0.0.1/v1'), 'the test stage').planIds
+        .pro,
       enabled: true,
       createdDate: new Date(START),
       limits: { perMinute: 300, perDay: 10_000 },
@@ -775,7 +777,7 @@ describe('a move interrupted or refused at any step', () => {
     ])
     expect(planOf(key.id)).toEqual([])
     expect(outcome).toContain(
-      `could not be undone: key ${key.id} is on no plan of stage local and gets 401`,
+      `could not be undone: key ${key.id} is on no plan of stage local and gets 401 (npm run keys -- move ${key.id} --plan pro puts it back)`,
     )
   })
 
@@ -849,8 +851,10 @@ describe('the IAM table of docs/operations.md', () => {
       perDay: 100,
     })
     await recording('`plan list`').listPlans()
+    await recording('`show`').listKeys()
+    await recording('`show`').mirrored(key.id)
     await recording('`revoke`').revoke(key.id)
-    expect(made.size).toBe(8)
+    expect(made.size).toBe(9)
     for (const [command, patterns] of made) {
       expect(documented(command), command).toEqual([...patterns].sort())
     }

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { generateApiKey } from '#local/control-plane/control-plane-bootstrap.ts'
+import { newApiKeyValue } from '#keys/api-key-value.ts'
 import { generateKeyValue } from '#local/control-plane/control-plane-store.ts'
 import { BEARER_TOKEN_VALIDATION_PATTERN } from '#shared/auth/bearer-token.ts'
 import { PLAN_NAMES } from '#shared/config/plans-config.ts'
@@ -38,7 +38,7 @@ describe('BEARER_TOKEN_VALIDATION_PATTERN (the gateway check ahead of the author
 
   it.each(PLAN_NAMES)('accepts every key generated for the %s plan', (plan) => {
     for (let i = 0; i < 200; i += 1) {
-      const header = `Bearer ${generateApiKey(plan)}`
+      const header = `Bearer ${newApiKeyValue(plan)}`
       expect(header).toMatch(pattern)
       expect(header).toSatisfy(authorizerAccepts)
     }

@@ -82,6 +82,17 @@ describe('held removals in the keys CLI', () => {
     expect(JSON.parse(new TextDecoder().decode(payload))).toEqual({ confirmRemovals: PRO_KEYS })
   })
 
+  it('fails (exit 1) on an id the sync does not hold, and removes nothing, even beside a held one', async () => {
+    for (const ids of [['prok000009'], ['ppro01', 'ppro02']]) {
+      const { sync, mock } = stageWith(RESULT)
+      const { code, err } = await keys(['--stage', 'staging', 'confirm', ...ids], sync)
+      expect(code).toBe(1)
+      expect(err).toContain(`the key sync holds no removal of ${ids.at(-1)}: nothing was removed`)
+      expect(err).toContain('npm run keys -- --stage staging held lists what it holds')
+      expect(mock.commandCalls(InvokeCommand)).toHaveLength(0)
+    }
+  })
+
   it('fails at once, naming the function, when it answers anything but a sync result', async () => {
     const { sync } = stageWith({ statusCode: 200, body: 'hello' })
     await expect(sync.run(['k1'])).rejects.toMatchObject({

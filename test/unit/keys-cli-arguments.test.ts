@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { KEYS_USAGE, runKeysCommand, type TargetOpener } from '#ops/keys/keys-command.ts'
+import { runKeysCommand, type TargetOpener } from '#ops/keys/keys-command.ts'
 import { localServerOrigin, openStageTarget } from '#ops/stage/stage-target-resolver.ts'
 import { keyValuesIn, maskingArguments } from '#shared/auth/key-value-mask.ts'
 
@@ -44,14 +45,97 @@ describe('the keys CLI, before any call', () => {
     expect(out).toContain('--plan must be one of free, pro, business, enterprise')
   })
 
-  it('takes every command its usage lists (it opens the stage for each)', async () => {
-    const commands = [...KEYS_USAGE.matchAll(/^ {2}([a-z]+)\b/gm)].map(
-      (match) => match[1] as string,
+  it.each([
+    [['--stage', 'prod', 'list'], '--stage prod is no deployed stage', 'did you mean production?'],
+    [['--stage', 'stagin', 'list'], '--stage stagin is no deployed stage', 'did you mean staging?'],
+    [['create', '--pln', 'free'], 'unknown option --pln', 'did you mean --plan?'],
+    [['create', '--plan', 'fre'], '--plan must be one of', 'did you mean free?'],
+    [['move', 'abc', '--plan', 'bussiness'], '--plan must be one of', 'did you mean business?'],
+    [['plan', 'lst'], 'plan needs list or create', 'did you mean list?'],
+    [['lst'], 'unknown command "lst"', 'did you mean list?'],
+    [
+      ['plan', 'create', '--customer', 'acme', '--per-minute', '100', '--per-day', '10'],
+      '--per-day 10 is below --per-minute 100',
+      '',
+    ],
+    [
+      ['plan', 'create', '--customer', 'acme', '--per-minute', '0', '--per-day', '10'],
+      '--per-minute must be a positive integer',
+      '',
+    ],
+    [
+      ['usage', 'abc', '--from', '2026-02-30'],
+      '--from 2026-02-30 is not a day of the calendar',
+      '',
+    ],
+    [['usage', 'abc', '--to', '2026-13-01'], '--to 2026-13-01 is not a day of the calendar', ''],
+    [['usage', '--month', '2026-13'], '--month 2026-13 is not a month', ''],
+    [['rotate', 'abc', '--overlap', 'soon'], '--overlap must look like 24h', ''],
+  ])(
+    'refuses %j with exit 2 before the stage is opened, in two lines naming the fix',
+    async (argv, what, suggestion) => {
+      const { code, out, opened } = await run(argv)
+      expect({ code, opened }).toEqual({ code: 2, opened: 0 })
+      const lines = out.trimEnd().split('\n')
+      expect(lines[0]).toContain(what)
+      expect(lines[0]).toContain(suggestion)
+      // Not the whole usage text: the message, then the command's synopsis and where --help is.
+      expect(lines).toHaveLength(2)
+      expect(lines[1]).toContain('npm run keys -- --help lists every command')
+    },
+  )
+
+  it('exits 2 before any call for each usage error docs/operations.md names', async () => {
+    const docs = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8')
+    const exitCodes = /\*\*Output and exit codes\.\*\*([\s\S]*?)\n\n/
+      .exec(docs)?.[1]
+      ?.replace(/\s+/g, ' ')
+    for (const [documented, argv] of [
+      ['unknown command', ['frobnicate']],
+      ['or option', ['list', '--frobnicate']],
+      ['an unknown plan', ['create', '--plan', 'gold']],
+      ['or `--stage`', ['--stage', 'prod', 'list']],
+      [
+        '`--per-day` below `--per-minute`',
+        ['plan', 'create', '--customer', 'a', '--per-minute', '9', '--per-day', '8'],
+      ],
+      ['such as `--from 2026-02-30`', ['usage', 'abc', '--from', '2026-02-30']],
+    ] as const) {
+      expect(exitCodes, documented).toContain(documented)
+      const { code, opened } = await run([...argv])
+      expect({ documented, code, opened }).toEqual({ documented, code: 2, opened: 0 })
+    }
+    expect(exitCodes).toContain('2 a usage error')
+  })
+
+  it("names the command's own synopsis under a usage error", async () => {
+    const { out } = await run(['create', '--plan', 'fre'])
+    expect(out.split('\n')[1]).toBe(
+      'keys: usage: npm run keys -- create --plan <free|pro|business|enterprise> | --customer <name>  [--name <name>]; npm run keys -- --help lists every command',
     )
-    expect(commands).toEqual(expect.arrayContaining(['create', 'held', 'show', 'lift', 'usage']))
-    for (const command of new Set(commands)) {
-      const { code, out, opened } = await run(['--stage', 'staging', command])
-      expect({ command, code, opened }, out).toEqual({ command, code: 1, opened: 1 })
+  })
+
+  it('opens the stage for a well-formed command line of every command', async () => {
+    for (const argv of [
+      ['create', '--plan', 'pro'],
+      ['list'],
+      ['disable', 'abc'],
+      ['enable', 'abc'],
+      ['revoke', 'abc'],
+      ['move', 'abc', '--customer', 'acme'],
+      ['rotate', 'abc', '--overlap', '24h'],
+      ['held'],
+      ['confirm', 'abc'],
+      ['plan', 'list'],
+      ['plan', 'create', '--customer', 'acme', '--per-minute', '10', '--per-day', '10'],
+      ['show', 'abc'],
+      ['lift', 'abc'],
+      ['usage', 'abc', '--from', '2028-02-29', '--to', '2028-03-01'],
+      ['usage', '--month', '2026-11'],
+    ]) {
+      const { code, out, opened } = await run(['--stage', 'production', ...argv])
+      // The test's opener refuses: a failure (exit 1) after the stage was asked for.
+      expect({ argv, code, opened }, out).toEqual({ argv, code: 1, opened: 1 })
     }
   })
 

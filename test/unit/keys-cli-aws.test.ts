@@ -5,7 +5,7 @@ import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb'
 import { mockClient } from 'aws-sdk-client-mock'
 import { describe, expect, it } from 'vitest'
 import { STAGE_NAMES } from '#infra/config/stage-config.ts'
-import { parseDuration } from '#ops/keys/keys-command.ts'
+import { parseDuration } from '#ops/keys/keys-change-commands.ts'
 import {
   AwsStageSync,
   CLI_SYNC_EVENT,
