@@ -44,6 +44,7 @@ import { localThroughput } from './support/local-throughput.ts'
  * writes into docs/performance.md was not already there. `BENCH_BASELINE=<git ref>` measures that
  * commit's functions and local server in the same run, for a before and after.
  */
+
 const SHORT = process.argv.includes('--short')
 const INIT_RUNS = Number(process.env.BENCH_INIT_RUNS ?? (SHORT ? 3 : 20))
 // A multiple of 50: createPet reserves ids 50 at a time, so its calls per request are exact.

@@ -1,10 +1,13 @@
-import { isWellFormedApiKey } from '#shared/auth/bearer-token.ts'
-import { AUTHORIZER_CACHE_TTL_SECONDS } from '#shared/config/authorizer-cache-config.ts'
 import {
   CONTROL_SECRET_PATTERN,
   CONTROL_SECRET_VARIABLE,
   localDataDir,
-} from '#shared/config/local-control-config.ts'
+} from '#keys/local-control-config.ts'
+import { usagePlanBackstop } from '#keys/usage-plan-backstop-config.ts'
+import { checkUsagePlanNumbers } from '#keys/usage-plan-numbers-config.ts'
+import { API_KEY_FORMAT, LocalConfigError } from '#local/control-plane/local-config-error.ts'
+import { isWellFormedApiKey } from '#shared/auth/bearer-token.ts'
+import { AUTHORIZER_CACHE_TTL_SECONDS } from '#shared/config/authorizer-cache-config.ts'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
   isPlanName,
@@ -13,8 +16,6 @@ import {
   type PlanName,
   parsePlanLimits,
 } from '#shared/config/plans-config.ts'
-import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
-import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import {
   CORS_ORIGIN_RULE,
   DEFAULT_CORS_ALLOW_ORIGIN,
@@ -43,13 +44,7 @@ export interface LocalConfig {
   corsAllowOrigin?: string
 }
 
-export class LocalConfigError extends Error {
-  override name = 'LocalConfigError'
-}
-
-/** What a local key must look like (isWellFormedApiKey), for messages that cannot show the key. */
-export const API_KEY_FORMAT =
-  '20 to 128 characters of A-Z a-z 0-9 - . _ ~ + /, then at most two = of padding (128 characters in all)'
+export { LocalConfigError }
 
 /** Where `npm start` listens unless PORT says otherwise (the keys CLI looks there too). */
 export const DEFAULT_PORT = 3000

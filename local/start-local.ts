@@ -8,6 +8,7 @@ import { startBanner } from './start-banner.ts'
  * prints the banner and stops cleanly on SIGINT/SIGTERM. Exit codes: 2 for a malformed
  * variable, control-plane file or key file, 1 for a port that cannot be bound or any other start-up failure.
  */
+
 const readConfigOrExit = (): LocalConfig => {
   try {
     return readLocalConfig()

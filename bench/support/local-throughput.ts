@@ -1,10 +1,12 @@
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import autocannon from 'autocannon'
+import { INT32_MAX } from '#keys/usage-plan-numbers-config.ts'
 import type { readLocalConfig } from '#local/local-config.ts'
 import type { startLocal } from '#local/local-server.ts'
 import { type OperationId, ROUTES } from '#shared/config/routes-config.ts'
-import { INT32_MAX } from '#shared/config/usage-plan-numbers-config.ts'
+
+// The bench's local throughput run: the local server under autocannon, per request.
 
 const KEY = 'bench-local-enterprise-0123456789abcdef'
 /**

@@ -18,6 +18,8 @@ import {
 } from '#shared/middleware/validate-request-middleware.ts'
 import { type CreatePetRequest, createPet } from './create-pet-use-case.ts'
 
+// createPet's middy handler: POST /pets, with its Idempotency-Key lease.
+
 const input = { headers: CreatePetHeadersSchema, body: NewPetSchema }
 
 export interface CreatePetDependencies extends HttpPipelineOptions {

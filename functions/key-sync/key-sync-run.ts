@@ -4,14 +4,11 @@ import type { Context } from 'aws-lambda'
 import type { KeySource, KeySourceSnapshot, ReadOptions } from '#keys/api-gateway-key-source.ts'
 import type { AuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
+import type { KeySyncState, KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
 import { mirrorEntry } from '#keys/key-verdicts.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import type { KeyMirrorRepository, StaleItem } from '#shared/data/key-mirror-repository.ts'
-import type {
-  KeySyncState,
-  KeySyncStateRepository,
-} from '#shared/data/key-sync-state-repository.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
 import { withOriginalStack } from '#shared/observability/original-stack.ts'

@@ -1,5 +1,6 @@
 import { RemovalPolicy } from 'aws-cdk-lib'
 import { RetentionDays } from 'aws-cdk-lib/aws-logs'
+import { usagePlanBackstop } from '#keys/usage-plan-backstop-config.ts'
 import { AUTHORIZER_CACHE_TTL_SECONDS } from '#shared/config/authorizer-cache-config.ts'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
@@ -10,7 +11,6 @@ import {
   type PlanName,
   parsePlanLimits,
 } from '#shared/config/plans-config.ts'
-import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
 import {
   CORS_ORIGIN_RULE,
   DEFAULT_CORS_ALLOW_ORIGIN,

@@ -13,6 +13,8 @@ import { KEY_MIRROR_TABLE } from '#shared/data/table-keys.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-construct.ts'
 
+// The key sync's function, its rules and the management reads it alone may make.
+
 /**
  * The only API Gateway management reads of the stage, all by the key sync: GetUsagePlans
  * (GET /usageplans, tags included, also filtered by keyId), GetUsagePlanKeys

@@ -34,6 +34,8 @@ import {
 } from '#shared/rate-limit/rate-limit-middleware.ts'
 import { TABLE_ACTIONS } from './petstore-function-construct.ts'
 
+// The stage's dashboard and alarms: functions, tables, limiter and key sync.
+
 export interface MonitoredFunction {
   name: string
   function: IFunction

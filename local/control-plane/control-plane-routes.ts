@@ -1,5 +1,5 @@
-import { shownArgument } from '#shared/auth/key-value-mask.ts'
-import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
+import { shownArgument } from '#keys/key-value-mask.ts'
+import { checkUsagePlanNumbers } from '#keys/usage-plan-numbers-config.ts'
 import { ControlPlaneError } from './control-plane-error.ts'
 import {
   apiKeyJson,

@@ -1,4 +1,4 @@
-import type { HeldRemoval } from '#shared/data/key-sync-state-repository.ts'
+import type { HeldRemoval } from '#keys/key-sync-state-repository.ts'
 
 /**
  * Removals the key sync holds (a plan that lost its tags or its stage waits for an operator

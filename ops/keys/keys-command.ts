@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util'
+import { keyValuesIn, maskingArguments, shownArgument } from '#keys/key-value-mask.ts'
 import {
   openStageTarget,
   type StageTarget,
   type TargetChoice,
-} from '#ops/stage/stage-target-resolver.ts'
-import { keyValuesIn, maskingArguments, shownArgument } from '#shared/auth/key-value-mask.ts'
+} from '#ops/keys/stage-target-resolver.ts'
 import { isPlanName, PLAN_NAMES } from '#shared/config/plans-config.ts'
 import { confirmHeldRemovals, listHeldRemovals } from './held-removals-command.ts'
 import { KeyAdminError } from './key-admin-error.ts'

@@ -7,9 +7,9 @@ import {
   NotFoundException,
 } from '@aws-sdk/client-api-gateway'
 import { type CallPacer, unpaced } from '#keys/call-pacer.ts'
+import { shownArgument } from '#keys/key-value-mask.ts'
 import { PAGE_SIZE, readWholeListing } from '#keys/management-listing.ts'
 import type { StageOutputs } from '#ops/stage/stack-outputs-reader.ts'
-import { shownArgument } from '#shared/auth/key-value-mask.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { causeOf, Interrupted, isThrottled, KeyAdminError } from './key-admin-error.ts'
 import { permissionAdvice } from './management-permissions-config.ts'

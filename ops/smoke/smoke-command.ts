@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util'
+import { maskingArguments } from '#keys/key-value-mask.ts'
 import { KeyAdminError } from '#ops/keys/key-admin-error.ts'
 import type { KeyAdmin } from '#ops/keys/key-admin-service.ts'
 import type { CommandIo } from '#ops/keys/keys-command.ts'
@@ -6,8 +7,7 @@ import {
   localServerOrigin,
   openStageTarget,
   type StageTarget,
-} from '#ops/stage/stage-target-resolver.ts'
-import { maskingArguments } from '#shared/auth/key-value-mask.ts'
+} from '#ops/keys/stage-target-resolver.ts'
 import { runSmoke, type SmokeKeys, TemporaryKeyError } from './smoke-runner.ts'
 
 /**
@@ -15,6 +15,7 @@ import { runSmoke, type SmokeKeys, TemporaryKeyError } from './smoke-runner.ts'
  * check passed, 1 a check failed, the run was interrupted (or the stage could not be reached),
  * 2 a usage error.
  */
+
 const USAGE = `usage: npm run smoke -- [--stage staging|production [--region R]] [--base-url <url>] [--key <key>] [--allow-writes]
   --stage S        a deployed stage: its BaseUrl (or --base-url, e.g. a custom domain) and a temporary
                    key made and revoked with the keys CLI (needs the operator's AWS credentials)

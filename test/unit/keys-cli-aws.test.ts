@@ -11,8 +11,8 @@ import {
   CLI_SYNC_EVENT,
   isRetryableSyncFailure,
 } from '#ops/keys/stage-sync-client.ts'
+import { DEPLOYED_STAGES, localOrigin, openStageTarget } from '#ops/keys/stage-target-resolver.ts'
 import { readStackOutputs } from '#ops/stage/stack-outputs-reader.ts'
-import { DEPLOYED_STAGES, localOrigin, openStageTarget } from '#ops/stage/stage-target-resolver.ts'
 import { stackName } from '#shared/config/stack-names-config.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'

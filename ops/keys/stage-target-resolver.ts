@@ -2,6 +2,8 @@ import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation'
 import { LambdaClient } from '@aws-sdk/client-lambda'
 import { TokenBucketPacer } from '#keys/call-pacer.ts'
+import { KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
+import { localControlAccess, MANAGEMENT_API_PATH } from '#keys/local-control-config.ts'
 import type { HeldRemovals } from '#ops/keys/held-removals-command.ts'
 import { KeyAdminError } from '#ops/keys/key-admin-error.ts'
 import { CLI_CALL_RATE, KeyAdmin } from '#ops/keys/key-admin-service.ts'
@@ -12,11 +14,13 @@ import {
   unavailableKeyUsage,
 } from '#ops/keys/key-usage-client.ts'
 import { AwsStageSync, LocalStageSync, type StageSync } from '#ops/keys/stage-sync-client.ts'
-import { localControlAccess, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
+import {
+  readStackOutputs,
+  type StageOutputs,
+  stageOutputsFrom,
+} from '#ops/stage/stack-outputs-reader.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
-import { readStackOutputs, type StageOutputs, stageOutputsFrom } from './stack-outputs-reader.ts'
 
 /**
  * Where a keys command goes: the local server's control plane by default, or a deployed stage
