@@ -47,6 +47,13 @@ const KEY_CHANGE_EVENT_NAMES = [
 /** A minute: the shortest rate an EventBridge schedule allows ("Schedule expressions", AWS docs). */
 const SYNC_INTERVAL = Duration.minutes(1)
 
+/** What the key sync reads and writes: the stage's API and plans, and the mirror. */
+export interface KeySyncSubjects {
+  api: RestApi
+  keyMirrorTable: ITable
+  usagePlans: readonly UsagePlan[]
+}
+
 /**
  * The key-sync function (id `KeySync`, in `scope` itself: see PetstoreApi) that rebuilds the
  * stage's key mirror from API Gateway: once during every deploy that changes it (custom resource
@@ -57,9 +64,7 @@ const SYNC_INTERVAL = Duration.minutes(1)
 export const addKeySync = (
   scope: Construct,
   config: StageConfig,
-  api: RestApi,
-  keyMirrorTable: ITable,
-  usagePlans: readonly UsagePlan[],
+  { api, keyMirrorTable, usagePlans }: KeySyncSubjects,
 ): PetstoreFunction => {
   const { stage } = config
   const stageName = api.deploymentStage.stageName

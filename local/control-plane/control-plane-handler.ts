@@ -167,12 +167,12 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
     const body = () => readJson(req, res)
     const answer =
       segments[0] === 'apigateway'
-        ? managementCalls(
+        ? managementCalls({
             method,
-            segments.slice(1),
-            url?.searchParams ?? new URLSearchParams(),
+            segments: segments.slice(1),
+            query: url?.searchParams ?? new URLSearchParams(),
             body,
-          )
+          })
         : local(method, segments, body)
     answer.then(
       (result) => {

@@ -9,6 +9,7 @@ import { isPlanName, PLAN_NAMES } from '#shared/config/plans-config.ts'
 import { confirmHeldRemovals, listHeldRemovals } from './held-removals-command.ts'
 import { KeyAdminError } from './key-admin-error.ts'
 import {
+  type CommandCall,
   type Output,
   runSupportCommand,
   SupportUsageError,
@@ -253,13 +254,8 @@ const planCommand = async (
   throw new UsageError('plan needs list or create')
 }
 
-const run = async (
-  target: StageTarget,
-  command: string,
-  args: string[],
-  values: Record<string, string | boolean | undefined>,
-  io: CommandIo,
-): Promise<void> => {
+const run = async (call: CommandCall, io: CommandIo): Promise<void> => {
+  const { target, command, args, values } = call
   const { admin, stage } = target
   const say = (line: string) => io.stderr(`${line}\n`)
   const json = values.json === true
@@ -278,7 +274,7 @@ const run = async (
     if (!id) throw new UsageError(`${command} needs a key id (or name)`)
     return id
   }
-  if (await runSupportCommand(target, command, args, values, out)) return
+  if (await runSupportCommand(call, out)) return
   switch (command) {
     case 'create': {
       const selector = selectorOf({ plan: str('plan'), customer: str('customer') })
@@ -353,7 +349,7 @@ const run = async (
     }
     case 'held':
     case 'confirm':
-      return runHeldCommand(target, command, args, io, json)
+      return runHeldCommand(call, io)
     case 'plan':
       return planCommand(target, args, values, io)
     default:
@@ -363,12 +359,10 @@ const run = async (
 
 /** `keys held` and `keys confirm` (held-removals-command.ts). */
 const runHeldCommand = async (
-  target: StageTarget,
-  command: string,
-  args: string[],
+  { target, command, args, values }: CommandCall,
   io: CommandIo,
-  json: boolean,
 ): Promise<void> => {
+  const json = values.json === true
   const removals = target.heldRemovals
   if (!removals) {
     throw new KeyAdminError(
@@ -445,7 +439,7 @@ export const runKeysCommand = async (
       warn: (message) => io.stderr(`warning: ${message}\n`),
       ...(io.signal ? { signal: io.signal } : {}),
     })
-    await run(target, command, args, values, io)
+    await run({ target, command, args, values }, io)
     return 0
   } catch (error) {
     if (

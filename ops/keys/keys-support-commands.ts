@@ -252,12 +252,19 @@ const usage = async (
   )
 }
 
+/** A keys command as the command line gives it, with the stage it goes to. */
+export interface CommandCall {
+  target: StageTarget
+  command: string
+  /** The words after the command. */
+  args: string[]
+  /** The options, parsed. */
+  values: Record<string, string | boolean | undefined>
+}
+
 /** Runs show, lift or usage; false for any other command. */
 export const runSupportCommand = async (
-  target: StageTarget,
-  command: string,
-  args: string[],
-  values: Record<string, string | boolean | undefined>,
+  { target, command, args, values }: CommandCall,
   out: Output,
 ): Promise<boolean> => {
   const idArg = () => {

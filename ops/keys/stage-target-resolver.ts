@@ -62,10 +62,8 @@ export const localOrigin = (env: NodeJS.ProcessEnv): string => {
 }
 
 const openLocal = async (
+  { warn, signal, env }: TargetChoice,
   origin: string,
-  warn: (message: string) => void,
-  signal: AbortSignal | undefined,
-  env: NodeJS.ProcessEnv,
   keysCommand: string,
 ): Promise<StageTarget> => {
   let record: Record<string, string>
@@ -131,11 +129,8 @@ const invokeKeySyncFunction: DeployedSyncFactory = ({ outputs, lambda, mirror, s
  * sync: the moto pass (test/moto) runs the same handler in-process, as moto runs no Lambda code.
  */
 export const openDeployedStage = async (
-  stage: string,
-  region: string | undefined,
-  warn: (message: string) => void,
+  { stage, region, warn, signal }: Omit<TargetChoice, 'url' | 'env'> & { stage: string },
   syncWith: DeployedSyncFactory = invokeKeySyncFunction,
-  signal?: AbortSignal,
 ): Promise<StageTarget> => {
   const keysCommand = `npm run keys -- --stage ${stage}${region ? ` --region ${region}` : ''}`
   const config = region ? { region } : {}
@@ -222,10 +217,10 @@ export const openStageTarget = async ({
   if (stage === undefined) {
     const origin = url === undefined ? localOrigin(env) : localServerOrigin(url)
     const keysCommand = url === undefined ? 'npm run keys --' : `npm run keys -- --url ${origin}`
-    return openLocal(origin, warn, signal, env, keysCommand)
+    return openLocal({ env, warn, signal }, origin, keysCommand)
   }
   if (!(DEPLOYED_STAGES as readonly string[]).includes(stage)) {
     throw new KeyAdminError(`--stage must be one of ${DEPLOYED_STAGES.join(', ')}`)
   }
-  return openDeployedStage(stage, region, warn, invokeKeySyncFunction, signal)
+  return openDeployedStage({ stage, region, warn, signal })
 }

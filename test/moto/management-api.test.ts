@@ -315,9 +315,7 @@ class InProcessSync implements StageSync {
 
 const openMoto = (): Promise<StageTarget> =>
   openDeployedStage(
-    STAGE,
-    'us-east-1',
-    () => undefined,
+    { stage: STAGE, region: 'us-east-1', warn: () => undefined },
     ({ mirror }) => new InProcessSync(deployedKeySync().handler, mirror),
   )
 
