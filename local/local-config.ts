@@ -7,7 +7,6 @@ import { usagePlanBackstop } from '#keys/usage-plan-backstop-config.ts'
 import { checkUsagePlanNumbers } from '#keys/usage-plan-numbers-config.ts'
 import { API_KEY_FORMAT, LocalConfigError } from '#local/control-plane/local-config-error.ts'
 import { isWellFormedApiKey } from '#shared/auth/bearer-token.ts'
-import { AUTHORIZER_CACHE_TTL_SECONDS } from '#shared/config/authorizer-cache-config.ts'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
   isPlanName,
@@ -16,6 +15,7 @@ import {
   type PlanName,
   parsePlanLimits,
 } from '#shared/config/plans-config.ts'
+import { STAGES } from '#shared/config/stages-config.ts'
 import {
   CORS_ORIGIN_RULE,
   DEFAULT_CORS_ALLOW_ORIGIN,
@@ -104,7 +104,7 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
   const host = env.HOST?.trim() || '127.0.0.1'
   // Unset: the local gateway caches as the staging stage does.
   const ttlText =
-    env.PETSTORE_AUTHORIZER_CACHE_TTL?.trim() || String(AUTHORIZER_CACHE_TTL_SECONDS.staging)
+    env.PETSTORE_AUTHORIZER_CACHE_TTL?.trim() || String(STAGES.staging.authorizerCacheTtlSeconds)
   // API Gateway accepts 0 to 3600 seconds (AWS docs, Authorizer authorizerResultTtlInSeconds).
   if (!/^\d+$/.test(ttlText) || Number(ttlText) > 3600) {
     throw new LocalConfigError(

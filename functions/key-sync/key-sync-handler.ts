@@ -1,5 +1,6 @@
 import middy, { type MiddlewareObj } from '@middy/core'
 import type { CloudFormationCustomResourceEvent, Context } from 'aws-lambda'
+import { SCOPED_EVENT_NAMES } from '#keys/key-change-events-config.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { withOriginalStack } from '#shared/observability/original-stack.ts'
 import {
@@ -15,7 +16,6 @@ import {
   type KeySyncEvent,
   MANAGEMENT_EVENT,
   type ManagementDetail,
-  SCOPED_EVENT_NAMES,
   stringsIn,
 } from './key-sync-events.ts'
 import { keySyncReport, skipped } from './key-sync-report.ts'

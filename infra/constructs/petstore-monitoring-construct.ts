@@ -19,7 +19,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns'
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions'
 import { Construct } from 'constructs'
 import { ignoreCfnLintRules } from '#infra/config/cfn-lint-config.ts'
-import type { StageName } from '#infra/config/stage-config.ts'
+import type { StageName } from '#shared/config/stages-config.ts'
 import {
   AUTHORIZER_METRICS,
   AUTHORIZER_OPERATION,

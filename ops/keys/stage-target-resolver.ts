@@ -19,6 +19,7 @@ import {
   type StageOutputs,
   stageOutputsFrom,
 } from '#ops/stage/stack-outputs-reader.ts'
+import { isStageName, STAGE_NAMES } from '#shared/config/stages-config.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 
@@ -50,9 +51,6 @@ export interface TargetChoice {
   /** Ctrl-C or SIGTERM (KeyAdminOptions.signal). */
   signal?: AbortSignal | undefined
 }
-
-/** The deployed stages (infra/config/stage-config.ts, which loads aws-cdk-lib: not imported here). */
-export const DEPLOYED_STAGES = ['staging', 'production'] as const
 
 /** The local server `npm start` would listen on, reached over loopback. */
 export const localOrigin = (env: NodeJS.ProcessEnv): string => {
@@ -219,8 +217,8 @@ export const openStageTarget = async ({
     const keysCommand = url === undefined ? 'npm run keys --' : `npm run keys -- --url ${origin}`
     return openLocal({ env, warn, signal }, origin, keysCommand)
   }
-  if (!(DEPLOYED_STAGES as readonly string[]).includes(stage)) {
-    throw new KeyAdminError(`--stage must be one of ${DEPLOYED_STAGES.join(', ')}`)
+  if (!isStageName(stage)) {
+    throw new KeyAdminError(`--stage must be one of ${STAGE_NAMES.join(', ')}`)
   }
   return openDeployedStage({ stage, region, warn, signal })
 }

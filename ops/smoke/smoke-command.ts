@@ -8,6 +8,7 @@ import {
   openStageTarget,
   type StageTarget,
 } from '#ops/keys/stage-target-resolver.ts'
+import { STAGE_NAMES, type StageName } from '#shared/config/stages-config.ts'
 import { runSmoke, type SmokeKeys, TemporaryKeyError } from './smoke-runner.ts'
 
 /**
@@ -16,7 +17,7 @@ import { runSmoke, type SmokeKeys, TemporaryKeyError } from './smoke-runner.ts'
  * 2 a usage error.
  */
 
-const USAGE = `usage: npm run smoke -- [--stage staging|production [--region R]] [--base-url <url>] [--key <key>] [--allow-writes]
+const USAGE = `usage: npm run smoke -- [--stage ${STAGE_NAMES.join('|')} [--region R]] [--base-url <url>] [--key <key>] [--allow-writes]
   --stage S        a deployed stage: its BaseUrl (or --base-url, e.g. a custom domain) and a temporary
                    key made and revoked with the keys CLI (needs the operator's AWS credentials)
   --base-url URL   another server; with --key, that key is used as it is; without, the URL must be
@@ -26,7 +27,7 @@ const USAGE = `usage: npm run smoke -- [--stage staging|production [--region R]]
                    staging are written to anyway; production never is: its checks are read-only)`
 
 /** The stage whose pet catalogue the smoke test never writes to. */
-const READ_ONLY_STAGE = 'production'
+const READ_ONLY_STAGE: StageName = 'production'
 
 /** The keys CLI for a server given by URL alone: the local server's, or a deployed stage's. */
 const keysCommandFor = (baseUrl: string | undefined): string => {
