@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { build } from 'esbuild'
+import { OPERATION_FACTS } from '#functions/operation-facts.ts'
 import { BUNDLE_FILE, FUNCTION_BUNDLING } from '#infra/config/bundling-config.ts'
 import { REPO_ROOT } from '#infra/constructs/petstore-function-construct.ts'
 import { routeOf } from '#shared/config/routes-config.ts'
@@ -80,22 +81,19 @@ const log = (message: string) =>
 
 /** One event per operation (a route without one fails the type-check). */
 const eventsFile = (operation: Operation): string => {
-  const headers = { 'Content-Type': 'application/json' }
-  const events: Record<Operation, unknown[]> = {
-    getPet: [restEvent({ resource: '/pets/{petId}', pathParameters: { petId: '1' } })],
-    listPets: [restEvent({ query: { limit: '20', status: 'available' } })],
-    createPet: [
-      restEvent({
-        method: 'POST',
-        headers,
-        // A safe-integer categoryId: the floor parses with JSON.parse, which would round int64.
-        body: JSON.stringify({ name: 'Rex', categoryId: 42, status: 'available' }),
-      }),
-    ],
-    authorizer: [{ ...tokenAuthorizerEvent(), authorizationToken: `Bearer ${BENCH_API_KEY}` }],
-  }
+  // Each route's event as its folder declares it (`bench.event`), the authorizer's here.
+  const events =
+    operation === 'authorizer'
+      ? [{ ...tokenAuthorizerEvent(), authorizationToken: `Bearer ${BENCH_API_KEY}` }]
+      : [
+          restEvent({
+            method: routeOf(operation).method,
+            resource: routeOf(operation).path,
+            ...OPERATION_FACTS[operation].bench.event,
+          }),
+        ]
   const file = join(work, `events-${operation}.json`)
-  writeFileSync(file, JSON.stringify(events[operation]))
+  writeFileSync(file, JSON.stringify(events))
   return file
 }
 

@@ -1,10 +1,11 @@
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import autocannon from 'autocannon'
+import { OPERATION_FACTS } from '#functions/operation-facts.ts'
 import { INT32_MAX } from '#keys/usage-plan-numbers-config.ts'
 import type { readLocalConfig } from '#local/local-config.ts'
 import type { startLocal } from '#local/local-server.ts'
-import { type OperationId, ROUTES } from '#shared/config/routes-config.ts'
+import { ROUTES } from '#shared/config/routes-config.ts'
 
 // The bench's local throughput run: the local server under autocannon, per request.
 
@@ -50,13 +51,6 @@ const start = async (label: string, root: string): Promise<Server> => {
 const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }
 const body = JSON.stringify({ name: 'Rex', categoryId: 1, status: 'available' })
 
-/** One request per operation, in route-table order. */
-const REQUESTS: Record<OperationId, { path: string; body?: string }> = {
-  listPets: { path: '/pets?limit=20&status=available' },
-  createPet: { path: '/pets', body },
-  getPet: { path: '/pets/1' },
-}
-
 /**
  * The local server (same handlers, embedded DynamoDB) under autocannon on loopback (in a worker
  * thread), 10 connections for `seconds` per request; with `baselineRoot`, the baseline's server too, each
@@ -83,7 +77,8 @@ export const localThroughput = async (
       }
     }
     for (const route of ROUTES) {
-      const request = REQUESTS[route.operationId]
+      // The request its folder declares (`bench.local`), with the route's method.
+      const request = OPERATION_FACTS[route.operationId].bench.local
       for (const server of servers) {
         const result = await autocannon({
           url: `${server.baseUrl}${request.path}`,
