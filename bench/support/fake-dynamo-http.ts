@@ -255,6 +255,16 @@ class FakeRequest extends EventEmitter {
   }
 }
 
+const realRequest = https.request
+
+/** Puts the real https.request back (a test that installed the fake). */
+export const uninstallFakeDynamoHttp = (): void => {
+  ;(https as { request: typeof realRequest }).request = realRequest
+  serving = undefined
+  served = {}
+  unanswered = undefined
+}
+
 /** Replaces https.request for the rest of this process, answering `operation`'s calls. */
 export const installFakeDynamoHttp = (operation: Operation): void => {
   serving = operation

@@ -1,3 +1,5 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import autocannon from 'autocannon'
@@ -52,6 +54,44 @@ const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/j
 const body = JSON.stringify({ name: 'Rex', categoryId: 1, status: 'available' })
 
 /**
+ * A request path naming `{newPetId}` (a delete) takes a pet of its own each time: autocannon
+ * creates one, then sends the request on it, and the row counts both. Workers take functions as
+ * files they can require, so the two steps are written as such.
+ */
+const NEW_PET = '{newPetId}'
+
+const requestScripts = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-throughput-'))
+  const onCreated = join(dir, 'on-created.cjs')
+  const onPet = join(dir, 'on-pet.cjs')
+  writeFileSync(
+    onCreated,
+    'module.exports = (status, body, context) => { context.petId = JSON.parse(body).id }\n',
+  )
+  writeFileSync(
+    onPet,
+    `module.exports = (request, context) => ({ ...request, path: request.path.replace('${NEW_PET}', String(context.petId)) })\n`,
+  )
+  return { onCreated, onPet }
+}
+
+const petOfItsOwn = (
+  method: string,
+  path: string,
+  { onCreated, onPet }: ReturnType<typeof requestScripts>,
+) => ({
+  requests: [
+    {
+      method: 'POST' as const,
+      path: path.replace(/\/pets\/.*$/, '/pets'),
+      body,
+      onResponse: onCreated as never,
+    },
+    { method: method as 'DELETE', path, setupRequest: onPet as never },
+  ],
+})
+
+/**
  * The local server (same handlers, embedded DynamoDB) under autocannon on loopback (in a worker
  * thread), 10 connections for `seconds` per request; with `baselineRoot`, the baseline's server too, each
  * request measured on one server and then the other.
@@ -76,15 +116,21 @@ export const localThroughput = async (
         await fetch(`${server.baseUrl}/pets`, { method: 'POST', headers, body })
       }
     }
+    const scripts = requestScripts()
     for (const route of ROUTES) {
       // The request its folder declares (`bench.local`), with the route's method.
       const request = OPERATION_FACTS[route.operationId].bench.local
       for (const server of servers) {
         const result = await autocannon({
-          url: `${server.baseUrl}${request.path}`,
-          method: route.method,
+          url: request.path.includes(NEW_PET) ? server.baseUrl : `${server.baseUrl}${request.path}`,
           headers,
-          ...(request.body ? { body: request.body } : {}),
+          ...(request.path.includes(NEW_PET)
+            ? petOfItsOwn(
+                route.method,
+                `${new URL(server.baseUrl).pathname}${request.path}`,
+                scripts,
+              )
+            : { method: route.method, ...(request.body ? { body: request.body } : {}) }),
           connections: 10,
           duration: seconds,
           // Its own thread, as a developer's load test is its own process: the server's thread
