@@ -113,8 +113,8 @@ export const operation = {
       body: JSON.stringify({ name: 'Rex', categoryId: 1, status: 'available' }),
     },
     budget: {
-      bundleBytes: 429_000,
-      bundledModules: 606,
+      bundleBytes: 430_000,
+      bundledModules: 607,
       builtinModules: 179,
       callsPerRequest: { UpdateItem: 1.02, PutItem: 1 },
       roundTripsPerRequest: 2.02,
