@@ -362,7 +362,7 @@ const createPoliteFetch = (
 }
 
 /**
- * The client: `listPets`, `createPet`, `getPet`, `pets` (every pet, page by page) and `raw`, the
+ * The client: a method per operation (named by its operation id), `pets` (every pet, page by page) and `raw`, the
  * openapi-fetch client for anything else, which gets the same waits and retries.
  */
 export const createPetstoreClient = (options: PetstoreClientOptions) => {

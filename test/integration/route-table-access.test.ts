@@ -28,7 +28,7 @@ import { outcomesOf } from '#test/support/operation-requests.ts'
 
 /**
  * IAM as the route table grants it, checked where the local server cannot: each route's Lambda
- * entry runs its sample requests, one or more per outcome (test/support/operation-requests.ts), against DynamoDB through a proxy
+ * entry runs its sample requests, one or more per outcome (the outcomes its folder declares), against DynamoDB through a proxy
  * that lets through only the actions its route's table access levels grant, on its own tables
  * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html:
  * a call without the action on the table's ARN, or the index's for a Query of an index, is
@@ -167,7 +167,7 @@ const unusedOf = (route: Route, calls: Call[]): string[] =>
         )
         .map(
           (action) =>
-            `${route.operationId}'s level ${access} on ${table} grants ${action}, which its requests never used: choose a narrower level for ${route.operationId} tables.${table} (or none) in shared/config/routes-config.ts (or add the outcome that uses it to test/support/operation-requests.ts)`,
+            `${route.operationId}'s level ${access} on ${table} grants ${action}, which its requests never used: choose a narrower level for ${route.operationId} tables.${table} (or none) in shared/config/routes-config.ts (or add the outcome that uses it to the outcomes of functions/${route.functionName}/${route.functionName}-operation.ts)`,
         ),
     ),
   )
@@ -208,7 +208,7 @@ describe('table access of each route, enforced as IAM would', () => {
           }
           if (statuses.at(-1) !== status) {
             missed.push(
-              `${route.operationId}'s sample for ${status} (test/support/operation-requests.ts) got ${statuses.at(-1)}`,
+              `${route.operationId}'s sample for ${status} (outcomes of functions/${route.functionName}/${route.functionName}-operation.ts) got ${statuses.at(-1)}`,
             )
           }
         }
