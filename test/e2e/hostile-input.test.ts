@@ -62,9 +62,6 @@ const openApi = JSON.parse(
 let server: InProcessServer
 let base: URL
 
-/** Pets made for each operation alone: a delete removes none that another operation reads. */
-const petsOf = new Map<string, string[]>()
-
 beforeAll(async () => {
   vi.useFakeTimers({ toFake: ['Date'] })
   vi.setSystemTime(START)
@@ -77,19 +74,6 @@ beforeAll(async () => {
     { failedAuthLimit: Number.MAX_SAFE_INTEGER },
   )
   base = new URL(server.baseUrl)
-  for (const route of ROUTES) {
-    const petIds: string[] = []
-    for (let index = 0; index < SEEDED_PETS; index += 1) {
-      const created = await send({
-        method: 'POST',
-        path: '/pets',
-        headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
-        body: `{"name":"${route.operationId} ${index}","categoryId":1}`,
-      })
-      petIds.push(String((JSON.parse(created.text) as { id: number }).id))
-    }
-    petsOf.set(route.operationId, petIds)
-  }
   // Refused requests past the minute's limit suspend the key for 15 minutes.
   for (let sent = 0; sent < 200; sent += 1) {
     vi.setSystemTime(Date.now() + 400)
@@ -293,9 +277,23 @@ const sendCase = async (fuzzCase: FuzzCase, onAnswer: (status: number) => void):
   else for (const req of fuzzCase.requests) await check(req)
 }
 
-/** An operation's generators, on its own pets. */
-const fuzzOf = (route: Route) =>
-  operationFuzzOf(route.operationId, { key: KEY, petIds: petsOf.get(route.operationId) ?? [] })
+/**
+ * An operation's generators, on pets made for it alone and for this run alone: a delete removes
+ * none that another operation, or another run, reads.
+ */
+const fuzzOf = async (route: Route) => {
+  const petIds: string[] = []
+  for (let index = 0; index < SEEDED_PETS; index += 1) {
+    const created = await send({
+      method: 'POST',
+      path: '/pets',
+      headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
+      body: `{"name":"${route.operationId} ${index}","categoryId":1}`,
+    })
+    petIds.push(String((JSON.parse(created.text) as { id: number }).id))
+  }
+  return operationFuzzOf(route.operationId, { key: KEY, petIds })
+}
 
 const runOptions = (numRuns: number) => ({
   numRuns,
@@ -310,10 +308,9 @@ describe('hostile input, generated', () => {
     const seen = new Map<number, number>()
     const anyCase = fc.oneof(
       { weight: 6, arbitrary: hostileRequest(KEY).map((req): FuzzCase => ({ requests: [req] })) },
-      ...ROUTES.map((route) => ({
-        weight: 1,
-        arbitrary: fuzzOf(route).wellFormed,
-      })),
+      ...(await Promise.all(
+        ROUTES.map(async (route) => ({ weight: 1, arbitrary: (await fuzzOf(route)).wellFormed })),
+      )),
     )
     await fc.assert(
       fc.asyncProperty(anyCase, (fuzzCase) =>
@@ -340,7 +337,7 @@ describe("each operation's own requests (the `fuzz` its folder declares), genera
     '%s answers only the statuses its route declares, and every one a healthy server can',
     { timeout: 120_000 },
     async (operationId, route) => {
-      const kinds = fuzzKindsOf(fuzzOf(route), {
+      const kinds = fuzzKindsOf(await fuzzOf(route), {
         key: KEY,
         spentKey: SPENT_KEY,
       })
