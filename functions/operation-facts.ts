@@ -13,7 +13,12 @@ const declarationOf = async (route: RouteDefinition): Promise<unknown> => {
     }
     if (module.operation) return module.operation
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw error
+    // Node, vitest and an esbuild bundle each say "not found" in their own words.
+    const { code, message } = error as NodeJS.ErrnoException
+    const missing =
+      code === 'ERR_MODULE_NOT_FOUND' ||
+      /Unknown variable dynamic import|Cannot find module|not found in bundle/i.test(message)
+    if (!missing) throw error
   }
   throw new Error(
     `${file} does not declare ${route.operationId}: add it, exporting \`operation\` (its sample outcomes, hostile input and bench facts, docs/adding-an-operation.md)`,
