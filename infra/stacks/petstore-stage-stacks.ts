@@ -2,7 +2,7 @@ import { type App, Tags } from 'aws-cdk-lib'
 import { readStageConfig, type StageConfig, selectedStages } from '#infra/config/stage-config.ts'
 import type { ContextReader } from '#infra/config/stage-context-reader.ts'
 import { stageTags } from '#keys/usage-plans-config.ts'
-import { stackName } from '#shared/config/stages-config.ts'
+import { stackName } from '#shared/config/stack-names-config.ts'
 import { PetstoreApiStack } from './petstore-api-stack.ts'
 import { PetstoreDataStack } from './petstore-data-stack.ts'
 

@@ -1,6 +1,6 @@
 import { type CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation'
 import { PLAN_DISPLAY_NAMES, PLAN_NAMES, type PlanName } from '#shared/config/plans-config.ts'
-import { stackName } from '#shared/config/stages-config.ts'
+import { stackName } from '#shared/config/stack-names-config.ts'
 
 /**
  * What the keys CLI and the smoke test need to know about a stage, by the names of its stack

@@ -1,8 +1,9 @@
 /**
  * The deployment stages (docs/operations.md, "What a stage is"), each its own stack set: their
- * names and the defaults each starts from. The CDK app (infra/config/stage-config.ts reads CDK
- * context over these), the keys CLI and the smoke test (`--stage`) and the local server (its
- * authorizer cache) all read them here, free of aws-cdk-lib, so the tools load fast.
+ * names and the defaults each starts from (their stack names are in stack-names-config.ts). The
+ * CDK app (infra/config/stage-config.ts reads CDK context over these), the keys CLI and the smoke
+ * test (`--stage`) and the local server (its authorizer cache) all read them here, free of
+ * aws-cdk-lib, so the tools load fast.
  */
 export interface StageDefaults {
   logRetentionDays: number
@@ -44,10 +45,3 @@ export type StageName = keyof typeof STAGES
 export const STAGE_NAMES = Object.keys(STAGES) as StageName[]
 
 export const isStageName = (value: string): value is StageName => Object.hasOwn(STAGES, value)
-
-/**
- * Stack names, e.g. `petstore-production-data`: what `cdk deploy` and the console show, and where
- * the keys CLI and the smoke test find a stage's outputs.
- */
-export const stackName = (stage: string, part: 'data' | 'api'): string =>
-  `petstore-${stage}-${part}`

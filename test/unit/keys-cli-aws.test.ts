@@ -12,7 +12,7 @@ import {
 } from '#ops/keys/stage-sync-client.ts'
 import { localOrigin, openStageTarget } from '#ops/keys/stage-target-resolver.ts'
 import { readStackOutputs } from '#ops/stage/stack-outputs-reader.ts'
-import { stackName } from '#shared/config/stages-config.ts'
+import { stackName } from '#shared/config/stack-names-config.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 

@@ -14,7 +14,7 @@ import {
   CreateStackCommand,
   DescribeStacksCommand,
 } from '@aws-sdk/client-cloudformation'
-import { stackName } from '#shared/config/stages-config.ts'
+import { stackName } from '#shared/config/stack-names-config.ts'
 
 /**
  * A deployed stage as far as moto (an AWS emulator this project did not write) can hold one:
