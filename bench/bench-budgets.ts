@@ -1,3 +1,5 @@
+import { OPERATION_FACTS } from '#functions/operation-facts.ts'
+import type { FunctionBudget } from '#shared/config/operation-facts-config.ts'
 import type { Operation } from './support/bench-subjects.ts'
 
 /**
@@ -8,59 +10,19 @@ import type { Operation } from './support/bench-subjects.ts'
  * A budget is raised (or lowered) in the same commit as the change that moves it, with the reason
  * in the commit message; the bench prints the measured figures to copy from.
  */
-export interface FunctionBudget {
-  /** index.mjs, bytes: at most this. */
-  bundleBytes: number
-  /** Input modules esbuild put in the bundle: at most this. */
-  bundledModules: number
-  /** Node built-in modules loaded by the end of the first invocation: at most this. */
-  builtinModules: number
-  /** DynamoDB calls per request, by operation: exactly these (to two decimals). */
-  callsPerRequest: Record<string, number>
-  /** DynamoDB round trips a request waits for: exactly this (to two decimals). */
-  roundTripsPerRequest: number
-  /**
-   * Instructions from process start to the end of the first invocation (minus a bare node start),
-   * counted by valgrind, as a ratio to the floor plus the limiter write (the authorizer: its
-   * floor): at most this. A count, not a time: it varies by about 0.1% between runs.
-   */
-  initInstructionsRatio: number
+
+/** Each route's budget as its folder declares it (`bench.budget`), the authorizer's here. */
+const AUTHORIZER_BUDGET: FunctionBudget = {
+  bundleBytes: 408_000,
+  bundledModules: 582,
+  builtinModules: 179,
+  callsPerRequest: { GetItem: 1 },
+  roundTripsPerRequest: 1,
+  initInstructionsRatio: 1.24,
 }
 
-export const BUDGETS: Record<Operation, FunctionBudget> = {
-  listPets: {
-    bundleBytes: 424_000,
-    bundledModules: 602,
-    builtinModules: 179,
-    callsPerRequest: { UpdateItem: 1, Query: 1 },
-    roundTripsPerRequest: 1,
-    initInstructionsRatio: 1.25,
-  },
-  createPet: {
-    bundleBytes: 429_000,
-    bundledModules: 606,
-    builtinModules: 179,
-    callsPerRequest: { UpdateItem: 1.02, PutItem: 1 },
-    roundTripsPerRequest: 2.02,
-    initInstructionsRatio: 1.3,
-  },
-  getPet: {
-    bundleBytes: 417_000,
-    bundledModules: 602,
-    builtinModules: 179,
-    callsPerRequest: { UpdateItem: 1, GetItem: 1 },
-    roundTripsPerRequest: 1,
-    initInstructionsRatio: 1.23,
-  },
-  authorizer: {
-    bundleBytes: 408_000,
-    bundledModules: 582,
-    builtinModules: 179,
-    callsPerRequest: { GetItem: 1 },
-    roundTripsPerRequest: 1,
-    initInstructionsRatio: 1.24,
-  },
-}
+const budgetOf = (operation: Operation): FunctionBudget =>
+  operation === 'authorizer' ? AUTHORIZER_BUDGET : OPERATION_FACTS[operation].bench.budget
 
 export interface MeasuredFacts {
   /** undefined when instructions were not counted (no valgrind, or BENCH_INSTRUCTIONS=0). */
@@ -76,7 +38,7 @@ const round2 = (value: number) => Math.round(value * 100) / 100
 
 /** Every way the measured figures break the function's budget, as sentences. */
 export const budgetProblems = (operation: Operation, measured: MeasuredFacts): string[] => {
-  const budget = BUDGETS[operation]
+  const budget = budgetOf(operation)
   const problems: string[] = []
   const atMost = (name: keyof FunctionBudget, value: number, limit: number) => {
     if (value > limit) problems.push(`${operation}: ${name} ${value} is over its budget ${limit}`)

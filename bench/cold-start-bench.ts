@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { build } from 'esbuild'
+import { OPERATION_FACTS } from '#functions/operation-facts.ts'
 import { BUNDLE_FILE, FUNCTION_BUNDLING } from '#infra/config/bundling-config.ts'
 import { REPO_ROOT } from '#infra/constructs/petstore-function-construct.ts'
 import { routeOf } from '#shared/config/routes-config.ts'
@@ -44,6 +45,7 @@ import { localThroughput } from './support/local-throughput.ts'
  * writes into docs/performance.md was not already there. `BENCH_BASELINE=<git ref>` measures that
  * commit's functions and local server in the same run, for a before and after.
  */
+
 const SHORT = process.argv.includes('--short')
 const INIT_RUNS = Number(process.env.BENCH_INIT_RUNS ?? (SHORT ? 3 : 20))
 // A multiple of 50: createPet reserves ids 50 at a time, so its calls per request are exact.
@@ -79,22 +81,19 @@ const log = (message: string) =>
 
 /** One event per operation (a route without one fails the type-check). */
 const eventsFile = (operation: Operation): string => {
-  const headers = { 'Content-Type': 'application/json' }
-  const events: Record<Operation, unknown[]> = {
-    getPet: [restEvent({ resource: '/pets/{petId}', pathParameters: { petId: '1' } })],
-    listPets: [restEvent({ query: { limit: '20', status: 'available' } })],
-    createPet: [
-      restEvent({
-        method: 'POST',
-        headers,
-        // A safe-integer categoryId: the floor parses with JSON.parse, which would round int64.
-        body: JSON.stringify({ name: 'Rex', categoryId: 42, status: 'available' }),
-      }),
-    ],
-    authorizer: [{ ...tokenAuthorizerEvent(), authorizationToken: `Bearer ${BENCH_API_KEY}` }],
-  }
+  // Each route's event as its folder declares it (`bench.event`), the authorizer's here.
+  const events =
+    operation === 'authorizer'
+      ? [{ ...tokenAuthorizerEvent(), authorizationToken: `Bearer ${BENCH_API_KEY}` }]
+      : [
+          restEvent({
+            method: routeOf(operation).method,
+            resource: routeOf(operation).path,
+            ...OPERATION_FACTS[operation].bench.event,
+          }),
+        ]
   const file = join(work, `events-${operation}.json`)
-  writeFileSync(file, JSON.stringify(events[operation]))
+  writeFileSync(file, JSON.stringify(events))
   return file
 }
 
@@ -383,10 +382,12 @@ const main = async (): Promise<number> => {
     )
   }
   if (problems.length > 0) {
-    log(`\nbudgets (bench/bench-budgets.ts) broken:\n- ${problems.join('\n- ')}`)
+    log(
+      `\nbudgets (each operation's bench.budget in functions/<fn>/<fn>-operation.ts, the authorizer's in bench/bench-budgets.ts) broken:\n- ${problems.join('\n- ')}`,
+    )
     return 1
   }
-  log('budgets (bench/bench-budgets.ts): all kept')
+  log('budgets: all kept')
   return 0
 }
 

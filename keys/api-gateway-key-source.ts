@@ -23,6 +23,8 @@ import {
   readingOrder,
 } from './key-verdicts.ts'
 
+// The management API reader of the key sync: plans and keys, as mirror entries.
+
 /**
  * Keys a plan lists but the key listing lacks are looked up one by one (GetApiKey): a key
  * created after the listing is used as found; one deleted in between, or kept in a plan's

@@ -1,3 +1,4 @@
+import { usagePlanBackstop } from '#keys/usage-plan-backstop-config.ts'
 import {
   limitsFor,
   PLAN_DISPLAY_NAMES,
@@ -6,7 +7,6 @@ import {
   type PlanLimits,
   type PlanName,
 } from '#shared/config/plans-config.ts'
-import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
 
 /** One API Gateway usage plan: the backstop ahead of the functions' own rate limiter. */
 export interface UsagePlanSpec {

@@ -11,7 +11,9 @@ import {
   ResourceNotFoundException,
 } from '@aws-sdk/client-dynamodb'
 import type dynalite from 'dynalite'
-import { IN_MEMORY } from '#shared/config/local-control-config.ts'
+import { IN_MEMORY } from '#keys/local-control-config.ts'
+
+// The embedded DynamoDB of `npm start`: dynalite in a worker thread.
 
 export { IN_MEMORY }
 

@@ -1,11 +1,13 @@
-import type { BundleSource } from '#local/bundles/bundle-functions.ts'
-import { isWellFormedApiKey } from '#shared/auth/bearer-token.ts'
-import { AUTHORIZER_CACHE_TTL_SECONDS } from '#shared/config/authorizer-cache-config.ts'
 import {
   CONTROL_SECRET_PATTERN,
   CONTROL_SECRET_VARIABLE,
   localDataDir,
-} from '#shared/config/local-control-config.ts'
+} from '#keys/local-control-config.ts'
+import { usagePlanBackstop } from '#keys/usage-plan-backstop-config.ts'
+import { checkUsagePlanNumbers } from '#keys/usage-plan-numbers-config.ts'
+import type { BundleSource } from '#local/bundles/bundle-functions.ts'
+import { API_KEY_FORMAT, LocalConfigError } from '#local/control-plane/local-config-error.ts'
+import { isWellFormedApiKey } from '#shared/auth/bearer-token.ts'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
   isPlanName,
@@ -14,8 +16,7 @@ import {
   type PlanName,
   parsePlanLimits,
 } from '#shared/config/plans-config.ts'
-import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
-import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
+import { STAGE_NAMES, STAGES } from '#shared/config/stages-config.ts'
 import {
   CORS_ORIGIN_RULE,
   DEFAULT_CORS_ALLOW_ORIGIN,
@@ -50,13 +51,7 @@ export interface LocalConfig {
   bundles?: BundleSource
 }
 
-export class LocalConfigError extends Error {
-  override name = 'LocalConfigError'
-}
-
-/** What a local key must look like (isWellFormedApiKey), for messages that cannot show the key. */
-export const API_KEY_FORMAT =
-  '20 to 128 characters of A-Z a-z 0-9 - . _ ~ + /, then at most two = of padding (128 characters in all)'
+export { LocalConfigError }
 
 /** Where `npm start` listens unless PORT says otherwise (the keys CLI looks there too). */
 export const DEFAULT_PORT = 3000
@@ -95,10 +90,9 @@ const readBundleSource = (env: NodeJS.ProcessEnv): BundleSource | undefined => {
   const assemblyDir = env.PETSTORE_BUNDLES?.trim()
   if (!assemblyDir) return undefined
   const stage = env.PETSTORE_BUNDLES_STAGE?.trim() || 'staging'
-  // Which stage's template exists is the assembly's to say (readAssemblyFunctions).
-  if (!/^[a-z][a-z0-9-]*$/.test(stage)) {
+  if (!(STAGE_NAMES as readonly string[]).includes(stage)) {
     throw new LocalConfigError(
-      `PETSTORE_BUNDLES_STAGE must be a stage name such as staging, got "${stage}"`,
+      `PETSTORE_BUNDLES_STAGE must be one of ${STAGE_NAMES.join(', ')}, got "${stage}"`,
     )
   }
   return { assemblyDir, stage }
@@ -129,7 +123,7 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
   const host = env.HOST?.trim() || '127.0.0.1'
   // Unset: the local gateway caches as the staging stage does.
   const ttlText =
-    env.PETSTORE_AUTHORIZER_CACHE_TTL?.trim() || String(AUTHORIZER_CACHE_TTL_SECONDS.staging)
+    env.PETSTORE_AUTHORIZER_CACHE_TTL?.trim() || String(STAGES.staging.authorizerCacheTtlSeconds)
   // API Gateway accepts 0 to 3600 seconds (AWS docs, Authorizer authorizerResultTtlInSeconds).
   if (!/^\d+$/.test(ttlText) || Number(ttlText) > 3600) {
     throw new LocalConfigError(

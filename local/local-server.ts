@@ -7,6 +7,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
+import { KeyUsageRepository } from '#keys/key-usage-repository.ts'
+import { controlSecretCredentials } from '#keys/local-control-config.ts'
 import { loadBundleFunctions } from '#local/bundles/bundle-functions.ts'
 import {
   bootstrapControlPlane,
@@ -38,7 +40,6 @@ import {
 import { noteKeyId, type RequestLogWriter, withRequestLog } from '#local/gateway/request-log.ts'
 import { secretDigest } from '#local/gateway/secret-digest.ts'
 import { type BackstopFor, UsagePlanThrottle } from '#local/gateway/usage-plan-throttle.ts'
-import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
@@ -49,7 +50,6 @@ import {
   rateLimitTableDefinition,
 } from '#shared/data/table-keys.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
-import { KeyUsageRepository } from '#shared/rate-limit/key-usage-repository.ts'
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
 import { type DataDirLock, lockDataDir } from './data-dir-lock.ts'
 import {
@@ -71,6 +71,7 @@ import {
  * DynamoDB (or uses config.dynamoEndpoint), creates the tables, gives the Lambda entries the
  * environment they get on AWS, and serves them behind the local gateway at http://HOST:PORT/v1.
  */
+
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 
 export interface LocalServer {

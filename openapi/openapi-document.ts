@@ -280,7 +280,6 @@ const getPet = () => {
     operationId: 'getPet',
     summary: 'Get an animal (deprecated)',
     description: `Deprecated: removed on ${sunset} (410 \`gone\` from then on). Use \`GET /pets\` with the \`status\` filter.`,
-    deprecated: true,
     parameters: [
       {
         name: 'petId',
@@ -325,7 +324,9 @@ const paths = () => {
       )
     }
     result[route.path] ??= {}
-    ;(result[route.path] as Record<string, unknown>)[route.method.toLowerCase()] = operation
+    // Deprecated when its route entry says so, and only then.
+    ;(result[route.path] as Record<string, unknown>)[route.method.toLowerCase()] =
+      'deprecation' in route ? { ...operation, deprecated: true } : operation
   }
   return result
 }

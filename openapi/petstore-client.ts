@@ -362,7 +362,7 @@ const createPoliteFetch = (
 }
 
 /**
- * The client: `listPets`, `createPet`, `getPet`, `pets` (every pet, page by page) and `raw`, the
+ * The client: a method per operation (named by its operation id), `pets` (every pet, page by page) and `raw`, the
  * openapi-fetch client for anything else, which gets the same waits and retries.
  */
 export const createPetstoreClient = (options: PetstoreClientOptions) => {
@@ -382,9 +382,26 @@ export const createPetstoreClient = (options: PetstoreClientOptions) => {
       retryAfterMs(response.headers, now(), settings.maxRetryAfterMs),
     )
 
+  /**
+   * What a call answered: its body, or undefined for an answer without one (204); a failure
+   * throws. Success is the status, never the presence of a body, so a method for an operation
+   * that answers 204 is written as any other.
+   */
+  const answerOf = <Data>({
+    data,
+    error,
+    response,
+  }: {
+    data?: Data
+    error?: unknown
+    response: Response
+  }): { data: Data; response: Response } => {
+    if (!response.ok) throw failure(response, error)
+    return { data: data as Data, response }
+  }
+
   const listPets = async (query: ListPetsQuery = {}): Promise<PetsPage> => {
-    const { data, error, response } = await raw.GET('/pets', { params: { query } })
-    if (data === undefined) throw failure(response, error)
+    const { data, response } = answerOf(await raw.GET('/pets', { params: { query } }))
     return { pets: data, nextCursor: response.headers.get('X-Next-Cursor') ?? undefined }
   }
 
@@ -396,20 +413,18 @@ export const createPetstoreClient = (options: PetstoreClientOptions) => {
      * make a second pet. Pass your own key to make your own retries of this call safe too.
      */
     createPet: async (newPet: NewPet, { idempotencyKey }: { idempotencyKey?: string } = {}) => {
-      const { data, error, response } = await raw.POST('/pets', {
-        body: newPet,
-        params: { header: { [IDEMPOTENCY_KEY]: idempotencyKey ?? crypto.randomUUID() } },
-      })
-      if (data === undefined) throw failure(response, error)
+      const { data } = answerOf(
+        await raw.POST('/pets', {
+          body: newPet,
+          params: { header: { [IDEMPOTENCY_KEY]: idempotencyKey ?? crypto.randomUUID() } },
+        }),
+      )
       return data
     },
 
     /** getPet is deprecated by the API (410 `gone` from 2030-12-05): prefer `listPets`. */
     getPet: async (petId: number): Promise<Pet> => {
-      const { data, error, response } = await raw.GET('/pets/{petId}', {
-        params: { path: { petId } },
-      })
-      if (data === undefined) throw failure(response, error)
+      const { data } = answerOf(await raw.GET('/pets/{petId}', { params: { path: { petId } } }))
       return data
     },
 

@@ -6,6 +6,8 @@ import {
   writeOpenApiArtifacts,
 } from './openapi-artifacts.ts'
 
+// `npm run openapi`: writes the OpenAPI document, its types and the client's package settings.
+
 await writeOpenApiArtifacts()
 console.log(`wrote ${fileURLToPath(OPENAPI_DOCUMENT_FILE)}`)
 console.log(`wrote ${fileURLToPath(OPENAPI_TYPES_FILE)}`)

@@ -1,3 +1,4 @@
+// Types of dynalite, which ships none: what the embedded DynamoDB uses.
 declare module 'dynalite' {
   import type { Server } from 'node:http'
 

@@ -19,6 +19,7 @@ import {
  * per request, and the log bytes a request writes (mode `warm`). `bare` imports nothing: the
  * baseline a node start costs.
  */
+
 interface ChildJob {
   mode: 'bare' | 'init' | 'warm'
   operation: Operation

@@ -9,6 +9,7 @@ import { originalPositionFor, TraceMap } from '@jridgewell/trace-mapping'
  * the package or project folder it came from. Self time, so a group is what its own code cost;
  * "(program)" is V8 outside JavaScript, mostly parsing and compiling the bundle.
  */
+
 interface ProfileNode {
   id: number
   callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number }

@@ -2,7 +2,13 @@ import { createHash } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import https from 'node:https'
 import { Readable } from 'node:stream'
-import type { DynamoAction } from '#shared/config/table-access-config.ts'
+import { OPERATION_FACTS } from '#functions/operation-facts.ts'
+import type {
+  FakeAnswer,
+  FakeCallName,
+  FakeDynamoKit,
+} from '#shared/config/operation-facts-config.ts'
+import { routeOf } from '#shared/config/routes-config.ts'
 import type { Operation } from './bench-subjects.ts'
 
 /**
@@ -49,7 +55,6 @@ export const dynamoCalls = new Map<string, CallTally>()
 /** Round trips: calls made while none was in flight (the others overlap one). */
 export const roundTrips = { count: 0 }
 let inFlight = 0
-let counter = 0
 
 /**
  * An item's size as DynamoDB bills it ("DynamoDB item sizes and formats",
@@ -135,46 +140,35 @@ const TABLE_VARIABLES = {
   RATE_LIMIT_TABLE_NAME: 'rateLimits',
   KEY_MIRROR_TABLE_NAME: 'keyMirror',
 } as const
-type FakeTable = (typeof TABLE_VARIABLES)[keyof typeof TABLE_VARIABLES]
 
-/** A call as the answers name it: the DynamoDB action and the table, e.g. `GetItem pets`. */
-type CallName = `${DynamoAction} ${FakeTable}`
 type Input = Record<string, unknown>
-type FakeAnswer = (input: Input) => Record<string, unknown>
 
 const page: FakeAnswer = (input) => {
   const items = Array.from({ length: Number(input.Limit ?? 21) }, (_, index) => petItem(index + 1))
   return { Items: items, Count: items.length, ScannedCount: items.length }
 }
 
-/** The rate limiter's counters (every operation but the authorizer): they stay low. */
-const LIMITER = {
-  'UpdateItem rateLimits': () => ({ Attributes: {} }),
-} satisfies Partial<Record<CallName, FakeAnswer>>
+/** What a declaration's answers are made of: the rate limiter's counters stay low. */
+const KIT: FakeDynamoKit = {
+  pet: petItem,
+  page,
+  limiter: { 'UpdateItem rateLimits': () => ({ Attributes: {} }) },
+}
 
 /**
- * What DynamoDB answers each call an operation makes for the bench's event (cold-start-bench.ts,
- * eventsFile), so the bench measures its success path. A route without an entry fails the
- * type-check; a call without an answer stops the bench, naming the operation and the call.
+ * What DynamoDB answers each call an operation makes for the bench's event: each route's as its
+ * folder declares it (`bench.dynamo` of `functions/<fn>/<fn>-operation.ts`), the authorizer's
+ * here. A call without an answer stops the bench, naming the operation and the call.
  */
-export const FAKE_DYNAMO_ANSWERS = {
-  listPets: { ...LIMITER, 'Query pets': page, 'Scan pets': page },
-  createPet: {
-    ...LIMITER,
-    // The id counter reserves blocks of 50.
-    'UpdateItem pets': () => {
-      counter += 50
-      return { Attributes: { lastReservedId: n(counter) } }
-    },
-    'PutItem pets': () => ({}),
-  },
-  getPet: { ...LIMITER, 'GetItem pets': () => ({ Item: petItem(1) }) },
-  authorizer: { 'GetItem keyMirror': () => ({ Item: keyMirrorItem() }) },
-} satisfies Record<Operation, Partial<Record<CallName, FakeAnswer>>>
+const answersOf = (operation: Operation): Partial<Record<FakeCallName, FakeAnswer>> =>
+  operation === 'authorizer'
+    ? { 'GetItem keyMirror': () => ({ Item: keyMirrorItem() }) }
+    : OPERATION_FACTS[operation].bench.dynamo(KIT)
 
 /** The first call the fake could not answer, if any: the bench stops on it (unansweredCall). */
 let unanswered: string | undefined
 let serving: Operation | undefined
+let served: Partial<Record<FakeCallName, FakeAnswer>> = {}
 
 const answer = (action: string, input: Input): Record<string, unknown> | undefined => {
   const tableName = String(input.TableName ?? Object.keys(input.RequestItems ?? {})[0] ?? '')
@@ -182,10 +176,13 @@ const answer = (action: string, input: Input): Record<string, unknown> | undefin
     Object.entries(TABLE_VARIABLES).find(
       ([variable]) => process.env[variable] === tableName,
     )?.[1] ?? tableName
-  const answers: Partial<Record<string, FakeAnswer>> = serving ? FAKE_DYNAMO_ANSWERS[serving] : {}
-  const found = answers[`${action} ${table}`]
+  const found = served[`${action} ${table}` as FakeCallName]
   if (found) return found(input)
-  unanswered ??= `${serving} made DynamoDB call ${action} on ${table}, which the bench's fake DynamoDB does not answer: add '${action} ${table}' to FAKE_DYNAMO_ANSWERS.${serving} in bench/support/fake-dynamo-http.ts (DynamoDB's answer for the bench's event)`
+  const where =
+    serving === undefined || serving === 'authorizer'
+      ? "the authorizer's answers in bench/support/fake-dynamo-http.ts"
+      : `bench.dynamo of functions/${routeOf(serving).functionName}/${routeOf(serving).functionName}-operation.ts`
+  unanswered ??= `${serving} made DynamoDB call ${action} on ${table}, which the bench's fake DynamoDB does not answer: add '${action} ${table}' to ${where} (DynamoDB's answer for the bench's event)`
   return undefined
 }
 
@@ -258,9 +255,20 @@ class FakeRequest extends EventEmitter {
   }
 }
 
+const realRequest = https.request
+
+/** Puts the real https.request back (a test that installed the fake). */
+export const uninstallFakeDynamoHttp = (): void => {
+  ;(https as { request: typeof realRequest }).request = realRequest
+  serving = undefined
+  served = {}
+  unanswered = undefined
+}
+
 /** Replaces https.request for the rest of this process, answering `operation`'s calls. */
 export const installFakeDynamoHttp = (operation: Operation): void => {
   serving = operation
+  served = answersOf(operation)
   const fake = (options: { headers?: Record<string, string> }, respond: (res: Readable) => void) =>
     new FakeRequest(options.headers ?? {}, respond)
   ;(https as unknown as { request: typeof fake }).request = fake

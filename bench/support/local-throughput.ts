@@ -1,10 +1,15 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import autocannon from 'autocannon'
+import { OPERATION_FACTS } from '#functions/operation-facts.ts'
+import { INT32_MAX } from '#keys/usage-plan-numbers-config.ts'
 import type { readLocalConfig } from '#local/local-config.ts'
 import type { startLocal } from '#local/local-server.ts'
-import { type OperationId, ROUTES } from '#shared/config/routes-config.ts'
-import { INT32_MAX } from '#shared/config/usage-plan-numbers-config.ts'
+import { ROUTES } from '#shared/config/routes-config.ts'
+
+// The bench's local throughput run: the local server under autocannon, per request.
 
 const KEY = 'bench-local-enterprise-0123456789abcdef'
 /**
@@ -48,12 +53,43 @@ const start = async (label: string, root: string): Promise<Server> => {
 const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }
 const body = JSON.stringify({ name: 'Rex', categoryId: 1, status: 'available' })
 
-/** One request per operation, in route-table order. */
-const REQUESTS: Record<OperationId, { path: string; body?: string }> = {
-  listPets: { path: '/pets?limit=20&status=available' },
-  createPet: { path: '/pets', body },
-  getPet: { path: '/pets/1' },
+/**
+ * A request path naming `{newPetId}` (a delete) takes a pet of its own each time: autocannon
+ * creates one, then sends the request on it, and the row counts both. Workers take functions as
+ * files they can require, so the two steps are written as such.
+ */
+const NEW_PET = '{newPetId}'
+
+const requestScripts = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-throughput-'))
+  const onCreated = join(dir, 'on-created.cjs')
+  const onPet = join(dir, 'on-pet.cjs')
+  writeFileSync(
+    onCreated,
+    'module.exports = (status, body, context) => { context.petId = JSON.parse(body).id }\n',
+  )
+  writeFileSync(
+    onPet,
+    `module.exports = (request, context) => ({ ...request, path: request.path.replace('${NEW_PET}', String(context.petId)) })\n`,
+  )
+  return { onCreated, onPet }
 }
+
+const petOfItsOwn = (
+  method: string,
+  path: string,
+  { onCreated, onPet }: ReturnType<typeof requestScripts>,
+) => ({
+  requests: [
+    {
+      method: 'POST' as const,
+      path: path.replace(/\/pets\/.*$/, '/pets'),
+      body,
+      onResponse: onCreated as never,
+    },
+    { method: method as 'DELETE', path, setupRequest: onPet as never },
+  ],
+})
 
 /**
  * The local server (same handlers, embedded DynamoDB) under autocannon on loopback (in a worker
@@ -80,14 +116,21 @@ export const localThroughput = async (
         await fetch(`${server.baseUrl}/pets`, { method: 'POST', headers, body })
       }
     }
+    const scripts = requestScripts()
     for (const route of ROUTES) {
-      const request = REQUESTS[route.operationId]
+      // The request its folder declares (`bench.local`), with the route's method.
+      const request = OPERATION_FACTS[route.operationId].bench.local
       for (const server of servers) {
         const result = await autocannon({
-          url: `${server.baseUrl}${request.path}`,
-          method: route.method,
+          url: request.path.includes(NEW_PET) ? server.baseUrl : `${server.baseUrl}${request.path}`,
           headers,
-          ...(request.body ? { body: request.body } : {}),
+          ...(request.path.includes(NEW_PET)
+            ? petOfItsOwn(
+                route.method,
+                `${new URL(server.baseUrl).pathname}${request.path}`,
+                scripts,
+              )
+            : { method: route.method, ...(request.body ? { body: request.body } : {}) }),
           connections: 10,
           duration: seconds,
           // Its own thread, as a developer's load test is its own process: the server's thread

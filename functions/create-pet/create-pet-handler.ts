@@ -10,13 +10,15 @@ import { NewPetSchema } from '#shared/domain/new-pet-schema.ts'
 import { HttpError } from '#shared/errors/http-error.ts'
 import { baseUrlOf } from '#shared/http/http-headers.ts'
 import type { ApiEvent } from '#shared/http/http-types.ts'
-import { type HttpPipelineOptions, httpPipeline } from '#shared/middleware/http-pipeline.ts'
+import { type HttpPipelineOptions, operationPipeline } from '#shared/middleware/http-pipeline.ts'
 import { jsonBodyMiddleware } from '#shared/middleware/json-body-middleware.ts'
 import {
   type RequestInput,
   validateRequestMiddleware,
 } from '#shared/middleware/validate-request-middleware.ts'
 import { type CreatePetRequest, createPet } from './create-pet-use-case.ts'
+
+// createPet's middy handler: POST /pets, with its Idempotency-Key lease.
 
 const input = { headers: CreatePetHeadersSchema, body: NewPetSchema }
 
@@ -55,7 +57,7 @@ const idempotencyOf = (
  * and Location, or replays the first answer for a repeated Idempotency-Key.
  */
 export const createPetHandler = (deps: CreatePetDependencies) =>
-  httpPipeline<RequestInput<typeof input>>(deps)
+  operationPipeline<RequestInput<typeof input>>('createPet', deps)
     .use(jsonBodyMiddleware())
     .use(validateRequestMiddleware(input))
     .handler(async (event, context) => {

@@ -1,10 +1,8 @@
-import { routeOf } from '#shared/config/routes-config.ts'
 import type { PetRepository } from '#shared/data/pet-repository.ts'
 import { PetPathSchema } from '#shared/domain/pet-path-schema.ts'
 import { HttpError } from '#shared/errors/http-error.ts'
 import { jsonResponse } from '#shared/http/http-response.ts'
-import { deprecationMiddleware } from '#shared/middleware/deprecation-middleware.ts'
-import { type HttpPipelineOptions, httpPipeline } from '#shared/middleware/http-pipeline.ts'
+import { type HttpPipelineOptions, operationPipeline } from '#shared/middleware/http-pipeline.ts'
 import {
   type RequestInput,
   validateRequestMiddleware,
@@ -12,17 +10,18 @@ import {
 import type { Clock } from '#shared/time/clock.ts'
 
 const input = { path: PetPathSchema }
-const { deprecation } = routeOf('getPet')
 
 export interface GetPetDependencies extends HttpPipelineOptions {
   pets: Pick<PetRepository, 'get'>
   clock: Clock
 }
 
-/** GET /pets/{petId} (deprecated): one pet, or 404 pet_not_found; 410 gone after the sunset. */
+/**
+ * GET /pets/{petId}: one pet, or 404 pet_not_found (deprecated by its route entry: 410 gone after
+ * the sunset).
+ */
 export const getPetHandler = (deps: GetPetDependencies) =>
-  httpPipeline<RequestInput<typeof input>>(deps)
-    .use(deprecationMiddleware(deprecation, deps.clock))
+  operationPipeline<RequestInput<typeof input>>('getPet', deps)
     .use(validateRequestMiddleware(input))
     .handler(async (event) => {
       const { petId } = event.input.path

@@ -3,15 +3,17 @@ import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
 import { ApiGatewayAuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
 import { TokenBucketPacer } from '#keys/call-pacer.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
+import { KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
 import { requireEnv } from '#shared/config/env-config.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { baseMiddlewares } from '#shared/observability/observability-middleware.ts'
 import { functionBase } from '#shared/wiring/function-dependencies.ts'
 import { httpsPut } from './cloudformation-response.ts'
 import type { KeySyncEvent } from './key-sync-events.ts'
 import type { KeySyncDependencies } from './key-sync-handler.ts'
+
+// What the key sync is built of, from its environment: clients, repositories, pacer.
 
 /**
  * Management API client of the sync: short timeouts and few attempts, because the next scheduled

@@ -29,20 +29,6 @@ export interface ConfirmRemovalsEvent {
 export const SCHEDULED_EVENT = 'Scheduled Event'
 export const MANAGEMENT_EVENT = 'AWS API Call via CloudTrail'
 
-/**
- * Management calls that name the usage plan or key they change: one that names none of the
- * stage's ids concerns another stage (or no stage) and costs this stage no sync. Other calls
- * (creating or updating a plan, tags, imports) can attach something to any stage: they always
- * sync.
- */
-export const SCOPED_EVENT_NAMES = new Set([
-  'CreateUsagePlanKey',
-  'DeleteUsagePlanKey',
-  'UpdateApiKey',
-  'DeleteApiKey',
-  'DeleteUsagePlan',
-])
-
 /** What an API Gateway id looks like: a plan's or key's (10 lower-case letters and digits). */
 const ID_PATTERN = /^[a-z0-9]{5,12}$/
 /** Ids inside ARNs (TagResource's resourceArn: `arn:aws:apigateway:<region>::/usageplans/<id>`). */

@@ -1,5 +1,6 @@
 import middy, { type MiddlewareObj } from '@middy/core'
 import type { CloudFormationCustomResourceEvent, Context } from 'aws-lambda'
+import { SCOPED_EVENT_NAMES } from '#keys/key-change-events-config.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { withOriginalStack } from '#shared/observability/original-stack.ts'
 import {
@@ -15,7 +16,6 @@ import {
   type KeySyncEvent,
   MANAGEMENT_EVENT,
   type ManagementDetail,
-  SCOPED_EVENT_NAMES,
   stringsIn,
 } from './key-sync-events.ts'
 import { keySyncReport, skipped } from './key-sync-report.ts'
@@ -66,7 +66,7 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
       Array.isArray(planIds) ? planIds.filter((id): id is string => typeof id === 'string') : [],
       clock(),
     )
-    return sync(`CloudFormation ${event.RequestType}`, context)
+    return sync({ trigger: `CloudFormation ${event.RequestType}`, context })
   }
 
   /** A management event another stage's change caused. */
@@ -90,9 +90,9 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
           logger.error(
             'confirmRemovals takes the key ids the held removal lists; nothing confirmed',
           )
-          return sync('operator confirmation (invalid)', context)
+          return sync({ trigger: 'operator confirmation (invalid)', context })
         }
-        return sync('operator confirmation', context, new Set(ids))
+        return sync({ trigger: 'operator confirmation', context, confirmed: new Set(ids) })
       }
       const trigger = event?.['detail-type'] ?? 'unknown'
       if (trigger === MANAGEMENT_EVENT) {
@@ -104,12 +104,12 @@ export const keySyncHandler = (deps: KeySyncDependencies) => {
         // Recorded before the lease is tried: a run holding it reads them before it returns.
         const ids = idsIn(detail.requestParameters)
         await state.addPending(ids, clock())
-        return sync(trigger, context, undefined, ids.length > 0)
+        return sync({ trigger, context, namedOnly: ids.length > 0 })
       }
       // An invoker that made a change (the keys CLI) names its plan and key ids: they are read
       // first, at any plan count, as an event's are.
       const ids = invokerIds(event.detail)
       await state.addPending(ids, clock())
-      return sync(trigger, context, undefined, ids.length > 0)
+      return sync({ trigger, context, namedOnly: ids.length > 0 })
     })
 }

@@ -4,14 +4,11 @@ import type { Context } from 'aws-lambda'
 import type { KeySource, KeySourceSnapshot, ReadOptions } from '#keys/api-gateway-key-source.ts'
 import type { AuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
+import type { KeySyncState, KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
 import { mirrorEntry } from '#keys/key-verdicts.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import type { KeyMirrorRepository, StaleItem } from '#shared/data/key-mirror-repository.ts'
-import type {
-  KeySyncState,
-  KeySyncStateRepository,
-} from '#shared/data/key-sync-state-repository.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
 import { withOriginalStack } from '#shared/observability/original-stack.ts'
@@ -69,19 +66,44 @@ interface RunContext extends KeySyncRunDependencies {
   report: KeySyncReport
 }
 
+/** What an invocation asks of the sync (key-sync-handler.ts). */
+export interface KeySyncRequest {
+  /** What started it, for the log: a schedule, an event, a deploy, an operator. */
+  trigger: string
+  /** The invocation's context: its remaining time bounds the run. */
+  context: Context | undefined
+  /** Key ids an operator confirmed the held removals of. */
+  confirmed?: ReadonlySet<string> | undefined
+  /** Read only what events named, leaving the rotation to the schedule. */
+  namedOnly?: boolean
+}
+
+/** One run under the lease: what it was asked, what it holds and how long it may take. */
+interface LeaseRun {
+  trigger: string
+  /** This run's lease owner. */
+  owner: string
+  /** The sync's state as the lease found it. */
+  previous: KeySyncState
+  /** No pass starts after this instant (ms since the epoch). */
+  endBy: number
+  confirmed: ReadonlySet<string> | undefined
+  namedOnly: boolean
+  /** The pending ids this run took. */
+  taken: readonly string[]
+}
+
 const remainingMs = (context: Context | undefined): number =>
   context?.getRemainingTimeInMillis?.() ?? FUNCTION_TIMEOUT_SECONDS.keySync * 1_000
 
 /** One read of API Gateway applied to the mirror: puts, then the removals the guard allows. */
 const pass = async (
   { source, mirror, logger, report }: RunContext,
-  trigger: string,
-  previous: KeySyncState,
+  { trigger, previous, confirmed }: LeaseRun,
   read: ReadOptions,
-  held: KeySyncState['heldRemovals'],
-  confirmed: ReadonlySet<string> | undefined,
   startedAt: number,
 ) => {
+  const held = previous.heldRemovals
   const snapshot = await source.read(read)
   report.refusals(snapshot)
   const validPlans = new Set(snapshot.validPlans.keys())
@@ -203,8 +225,7 @@ const bookkeeping = (
   logger: AppLogger,
   previous: KeySyncState,
   snapshot: KeySourceSnapshot,
-  rotationStartedAt: number,
-  nowMs: number,
+  { rotationStartedAt, nowMs }: { rotationStartedAt: number; nowMs: number },
 ) => {
   const stagePlans = new Set([
     ...snapshot.validPlans.keys(),
@@ -257,17 +278,9 @@ const bookkeeping = (
 }
 
 /** One run under the lease: a pass over what is pending, the rotation, and the bookkeeping. */
-const runUnderLease = async (
-  context: RunContext,
-  trigger: string,
-  owner: string,
-  previous: KeySyncState,
-  endBy: number,
-  confirmed: ReadonlySet<string> | undefined,
-  namedOnly: boolean,
-  taken: readonly string[],
-): Promise<KeySyncResult> => {
+const runUnderLease = async (context: RunContext, lease: LeaseRun): Promise<KeySyncResult> => {
   const { state, flusher, logger, metrics, clock, report } = context
+  const { trigger, owner, previous, endBy, namedOnly, taken } = lease
   const startedAt = clock()
   const takenIds = new Set(taken)
   const skipPlans = new Set(
@@ -277,8 +290,7 @@ const runUnderLease = async (
   )
   const first = await pass(
     context,
-    trigger,
-    previous,
+    lease,
     {
       deadlineMs: Math.min(endBy, startedAt + RUN_BUDGET.rotationMs),
       // Looking up named keys one by one takes at most half the rotation's time.
@@ -293,8 +305,6 @@ const runUnderLease = async (
       // change is in force seconds after its event, at any plan count.
       ...(namedOnly && taken.length > 0 ? { onlyNamed: true } : {}),
     },
-    previous.heldRemovals,
-    confirmed,
     startedAt,
   )
   const { held, stageIds, lostPlans } = first
@@ -323,7 +333,10 @@ const runUnderLease = async (
     previous.cursor === undefined ? startedAt : (previous.rotationStartedAt ?? startedAt)
   const { cursor, rotationDone } = first.snapshot
   const lastCompleteAt = rotationDone ? rotationStartedAt : previous.lastCompleteAt
-  const kept = bookkeeping(logger, previous, first.snapshot, rotationStartedAt, startedAt)
+  const kept = bookkeeping(logger, previous, first.snapshot, {
+    rotationStartedAt,
+    nowMs: startedAt,
+  })
   await state.complete(owner, {
     ...(Object.keys(held).length > 0 ? { heldRemovals: held } : {}),
     ...(cursor !== undefined ? { cursor, rotationStartedAt } : {}),
@@ -356,12 +369,12 @@ const runUnderLease = async (
 export const keySyncRun = (deps: KeySyncRunDependencies, report: KeySyncReport) => {
   const run: RunContext = { ...deps, report }
   const { state, logger, metrics, clock } = deps
-  return async (
-    trigger: string,
-    context: Context | undefined,
-    confirmed?: ReadonlySet<string>,
+  return async ({
+    trigger,
+    context,
+    confirmed,
     namedOnly = false,
-  ): Promise<KeySyncResult> => {
+  }: KeySyncRequest): Promise<KeySyncResult> => {
     const endBy = clock() + remainingMs(context) - RUN_BUDGET.reserveMs
     let total: KeySyncResult | undefined
     // Ids a pass of this invocation was given, and when: a re-pass reads only ids named since (a
@@ -394,16 +407,15 @@ export const keySyncRun = (deps: KeySyncRunDependencies, report: KeySyncReport) 
       }
       for (const id of taken) attempted.set(id, clock())
       try {
-        const result = await runUnderLease(
-          run,
+        const result = await runUnderLease(run, {
           trigger,
           owner,
           previous,
           endBy,
           confirmed,
-          namedOnly || total !== undefined,
+          namedOnly: namedOnly || total !== undefined,
           taken,
-        )
+        })
         total = total ? addUp(total, result) : result
       } catch (error) {
         await state.release(owner).catch(() => undefined)

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
+import type { HeldRemoval } from '#keys/key-sync-state-repository.ts'
 import type { StaleItem } from '#shared/data/key-mirror-repository.ts'
-import type { HeldRemoval } from '#shared/data/key-sync-state-repository.ts'
 
 /**
  * The mirror is only as good as the last read of API Gateway, so one bad read must not empty it,

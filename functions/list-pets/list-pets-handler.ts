@@ -5,7 +5,7 @@ import type { PetStatus } from '#shared/domain/pet-schema.ts'
 import { validationFailed } from '#shared/errors/http-error.ts'
 import { baseUrlOf } from '#shared/http/http-headers.ts'
 import { jsonResponse } from '#shared/http/http-response.ts'
-import { type HttpPipelineOptions, httpPipeline } from '#shared/middleware/http-pipeline.ts'
+import { type HttpPipelineOptions, operationPipeline } from '#shared/middleware/http-pipeline.ts'
 import {
   type RequestInput,
   validateRequestMiddleware,
@@ -20,7 +20,7 @@ export interface ListPetsDependencies extends HttpPipelineOptions {
 
 /** GET /pets: a page of pets, optionally filtered by status; `Link: rel="next"` when more exist. */
 export const listPetsHandler = (deps: ListPetsDependencies) =>
-  httpPipeline<RequestInput<typeof input>>(deps)
+  operationPipeline<RequestInput<typeof input>>('listPets', deps)
     .use(validateRequestMiddleware(input))
     .handler(async (event) => {
       const { limit, status, cursor } = event.input.query

@@ -1,6 +1,6 @@
 import { RemovalPolicy } from 'aws-cdk-lib'
 import { RetentionDays } from 'aws-cdk-lib/aws-logs'
-import { AUTHORIZER_CACHE_TTL_SECONDS } from '#shared/config/authorizer-cache-config.ts'
+import { usagePlanBackstop } from '#keys/usage-plan-backstop-config.ts'
 import {
   DEFAULT_ENTERPRISE_LIMITS,
   limitsFor,
@@ -10,20 +10,19 @@ import {
   type PlanName,
   parsePlanLimits,
 } from '#shared/config/plans-config.ts'
-import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
+import {
+  isStageName,
+  STAGE_NAMES,
+  STAGES,
+  type StageDefaults,
+  type StageName,
+} from '#shared/config/stages-config.ts'
 import {
   CORS_ORIGIN_RULE,
   DEFAULT_CORS_ALLOW_ORIGIN,
   isCorsAllowOrigin,
 } from '#shared/http/cors-headers.ts'
 import { type ContextReader, type StageContext, stageContext } from './stage-context-reader.ts'
-
-/** The deployment stages (docs/operations.md, "What a stage is"): each is its own stack set. */
-export const STAGE_NAMES = ['staging', 'production'] as const
-export type StageName = (typeof STAGE_NAMES)[number]
-
-export const isStageName = (value: string): value is StageName =>
-  (STAGE_NAMES as readonly string[]).includes(value)
 
 export interface CustomDomainConfig {
   domainName: string
@@ -51,7 +50,7 @@ export interface StageConfig {
   /**
    * The stage throttle (requests per second, burst): API Gateway applies it per method to every
    * client of the stage together, not per key ("Throttle requests to your REST APIs", AWS docs),
-   * so it is the stage's whole capacity, sized for all traffic (STAGE_DEFAULTS). The rate is
+   * so it is the stage's whole capacity, sized for all traffic (STAGES in shared/config/stages-config.ts). The rate is
    * never below the largest plan backstop's rate (stageThrottleFloor). The account-level
    * throttle (10,000 requests per second, burst 5,000 per Region by default, "Amazon API Gateway
    * quotas", AWS docs) still caps every stage of the account, whatever these say.
@@ -90,35 +89,6 @@ export interface StageConfig {
    * default, or one origin (shared/http/cors-headers.ts says why; docs/api.md, "Browsers").
    */
   corsAllowOrigin: string
-}
-
-export interface StageDefaults {
-  logRetentionDays: number
-  authorizerCacheTtlSeconds: number
-  throttleRateLimit: number
-  throttleBurstLimit: number
-}
-
-/**
- * Staging is cheap and quick to change (short logs, short authorizer cache); production keeps
- * logs a quarter and caches authorizer decisions for API Gateway's default five minutes. The
- * stage throttles are the stage's capacity for all clients together: production at the account's
- * default burst (5,000) and half its default rate, leaving room for a second API in the Region;
- * staging a fifth of that rate with a burst for load tests.
- */
-export const STAGE_DEFAULTS: Record<StageName, StageDefaults> = {
-  staging: {
-    logRetentionDays: 14,
-    authorizerCacheTtlSeconds: AUTHORIZER_CACHE_TTL_SECONDS.staging,
-    throttleRateLimit: 1_000,
-    throttleBurstLimit: 2_000,
-  },
-  production: {
-    logRetentionDays: 90,
-    authorizerCacheTtlSeconds: AUTHORIZER_CACHE_TTL_SECONDS.production,
-    throttleRateLimit: 5_000,
-    throttleBurstLimit: 5_000,
-  },
 }
 
 export const STAGE_CONTEXT_KEY = 'stage'
@@ -254,7 +224,7 @@ export const customDomainOf = (settings: StageContext): CustomDomainConfig | und
  */
 export const readStageConfig = (context: ContextReader, stage: StageName): StageConfig => {
   const settings = stageContext(context, stage)
-  const defaults = STAGE_DEFAULTS[stage]
+  const defaults = STAGES[stage]
   // In this order, the first bad setting is the one an error names.
   const logRetention = logRetentionOf(settings, defaults)
   const enterpriseLimits = enterpriseLimitsOf(settings)

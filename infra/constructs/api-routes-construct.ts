@@ -10,6 +10,8 @@ import { API_VERSION_PATH, type OperationId, ROUTES } from '#shared/config/route
 import { preflightHeaders } from '#shared/http/cors-headers.ts'
 import type { PetstoreFunction } from './petstore-function-construct.ts'
 
+// The REST API's methods: one per route of the route table, and each resource's preflight.
+
 /** The resource for `/v1/pets/{petId}`, creating each missing segment once. */
 const resourceAt = (root: IResource, path: string): IResource =>
   path

@@ -66,16 +66,17 @@ export const ROLLBACK_THRESHOLD = { failuresPerMinute: 3, failureRate: 0.05 } as
  */
 export const addGradualDeployments = (
   scope: Construct,
-  { stage, metricsNamespace, functions, alarmTopic }: GradualDeploymentProps,
+  props: GradualDeploymentProps,
 ): LambdaDeploymentGroup[] =>
-  functions.map((rolledOut) => {
+  props.functions.map((rolledOut) => {
+    const { stage, alarmTopic } = props
     const { name, fn } = rolledOut
     const alias = fn.alias
     if (!alias) throw new Error(`${name} has no live alias to shift traffic on`)
     const alarms = [
-      versionFailureAlarm(scope, stage, metricsNamespace, rolledOut, alias),
+      versionFailureAlarm(scope, props, rolledOut, alias),
       ...(rolledOut.lambdaErrorsAreFailures
-        ? [versionErrorsAlarm(scope, stage, name, fn, alias)]
+        ? [versionErrorsAlarm(scope, stage, rolledOut, alias)]
         : []),
     ]
     for (const alarm of alarms) {
@@ -101,8 +102,7 @@ export const addGradualDeployments = (
 /** The new version's own failures (5xx answers, or failures to decide) over ROLLBACK_THRESHOLD. */
 const versionFailureAlarm = (
   scope: Construct,
-  stage: string,
-  metricsNamespace: string,
+  { stage, metricsNamespace }: GradualDeploymentProps,
   { name, failureMetric }: RolledOutFunction,
   alias: Alias,
 ): Alarm => {
@@ -138,8 +138,7 @@ const versionFailureAlarm = (
 const versionErrorsAlarm = (
   scope: Construct,
   stage: string,
-  name: string,
-  fn: PetstoreFunction,
+  { name, fn }: RolledOutFunction,
   alias: Alias,
 ): Alarm => {
   const functionName = fn.function.functionName

@@ -8,10 +8,13 @@ import type { CfnFunction } from 'aws-cdk-lib/aws-lambda'
 import type { Construct } from 'constructs'
 import { KEY_SYNC_ENTRY } from '#functions/function-entries.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
+import { KEY_CHANGE_EVENT_NAMES } from '#keys/key-change-events-config.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import { KEY_MIRROR_TABLE } from '#shared/data/table-keys.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-construct.ts'
+
+// The key sync's function, its rules and the management reads it alone may make.
 
 /**
  * The only API Gateway management reads of the stage, all by the key sync: GetUsagePlans
@@ -22,28 +25,15 @@ import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-con
  */
 const KEY_SYNC_READ_PATHS = ['/usageplans', '/usageplans/*/keys', '/apikeys', '/apikeys/*'] as const
 
-/**
- * API Gateway management calls that can change which keys are valid or their plans. They reach
- * EventBridge as "AWS API Call via CloudTrail" events only if the account has a CloudTrail trail
- * logging management events ("Monitor API Gateway events in EventBridge", "Events from AWS
- * services", AWS docs); without one the schedule alone bounds the delay.
- */
-const KEY_CHANGE_EVENT_NAMES = [
-  'CreateApiKey',
-  'UpdateApiKey',
-  'DeleteApiKey',
-  'ImportApiKeys',
-  'CreateUsagePlan',
-  'UpdateUsagePlan',
-  'DeleteUsagePlan',
-  'CreateUsagePlanKey',
-  'DeleteUsagePlanKey',
-  'TagResource',
-  'UntagResource',
-]
-
 /** A minute: the shortest rate an EventBridge schedule allows ("Schedule expressions", AWS docs). */
 const SYNC_INTERVAL = Duration.minutes(1)
+
+/** What the key sync reads and writes: the stage's API and plans, and the mirror. */
+export interface KeySyncSubjects {
+  api: RestApi
+  keyMirrorTable: ITable
+  usagePlans: readonly UsagePlan[]
+}
 
 /**
  * The key-sync function (id `KeySync`, in `scope` itself: see PetstoreApi) that rebuilds the
@@ -55,9 +45,7 @@ const SYNC_INTERVAL = Duration.minutes(1)
 export const addKeySync = (
   scope: Construct,
   config: StageConfig,
-  api: RestApi,
-  keyMirrorTable: ITable,
-  usagePlans: readonly UsagePlan[],
+  { api, keyMirrorTable, usagePlans }: KeySyncSubjects,
 ): PetstoreFunction => {
   const { stage } = config
   const stageName = api.deploymentStage.stageName

@@ -81,12 +81,10 @@ export class PetstoreApi extends Construct {
     this.baseUrl = config.customDomain
       ? `https://${config.customDomain.domainName}${API_VERSION_PATH}`
       : `${api.url}${API_VERSION_PATH.slice(1)}`
-    this.keySyncFunction = addKeySync(
-      this,
-      config,
+    this.keySyncFunction = addKeySync(this, config, {
       api,
       keyMirrorTable,
-      Object.values(this.usagePlans),
-    )
+      usagePlans: Object.values(this.usagePlans),
+    })
   }
 }

@@ -19,7 +19,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns'
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions'
 import { Construct } from 'constructs'
 import { ignoreCfnLintRules } from '#infra/config/cfn-lint-config.ts'
-import type { StageName } from '#infra/config/stage-config.ts'
+import type { StageName } from '#shared/config/stages-config.ts'
 import {
   AUTHORIZER_METRICS,
   AUTHORIZER_OPERATION,
@@ -33,6 +33,8 @@ import {
   STORE_FAILURE_METRIC,
 } from '#shared/rate-limit/rate-limit-middleware.ts'
 import { TABLE_ACTIONS } from './petstore-function-construct.ts'
+
+// The stage's dashboard and alarms: functions, tables, limiter and key sync.
 
 export interface MonitoredFunction {
   name: string

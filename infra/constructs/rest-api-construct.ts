@@ -14,6 +14,8 @@ import { LogGroup } from 'aws-cdk-lib/aws-logs'
 import type { Construct } from 'constructs'
 import { logRemovalPolicy, type StageConfig } from '#infra/config/stage-config.ts'
 
+// The stage's REST API, its stage settings and its access log.
+
 export interface StageRestApi {
   api: RestApi
   accessLogGroup: LogGroup

@@ -2,7 +2,7 @@ import { Aws, Stack } from 'aws-cdk-lib'
 import { CfnInsightRule, ConcreteWidget, type Dashboard } from 'aws-cdk-lib/aws-cloudwatch'
 import type { ILogGroup } from 'aws-cdk-lib/aws-logs'
 import type { Construct } from 'constructs'
-import type { StageName } from '#infra/config/stage-config.ts'
+import type { StageName } from '#shared/config/stages-config.ts'
 
 /**
  * Top consumers at a glance: CloudWatch Contributor Insights rules on the stage's access log

@@ -1,10 +1,10 @@
 // The local server's functions taken from a cloud assembly: each bundle in a process of its own.
 import type { APIGatewayAuthorizerResult } from 'aws-lambda'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
+import { controlSecretCredentials } from '#keys/local-control-config.ts'
 import { LOCAL_API_STAGE } from '#local/control-plane/control-plane-store.ts'
 import type { KeySyncInvoker } from '#local/control-plane/local-key-sync-runner.ts'
 import type { ProxyHandler, TokenAuthorizer } from '#local/gateway/local-gateway.ts'
-import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { ROUTES, type Route } from '#shared/config/routes-config.ts'
 import { CLIENT_LIMITS_VARIABLE } from '#shared/data/dynamo-client.ts'
 import {

@@ -1,7 +1,7 @@
 import { rename } from 'node:fs/promises'
 import { newApiKeyValue } from '#keys/api-key-value.ts'
+import { IN_MEMORY } from '#keys/local-control-config.ts'
 import { stageTags, usagePlanSpecs } from '#keys/usage-plans-config.ts'
-import { IN_MEMORY } from '#local/embedded-dynamo.ts'
 import {
   PLAN_DISPLAY_NAMES,
   PLAN_NAMES,

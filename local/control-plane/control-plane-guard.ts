@@ -1,8 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import {
-  CONTROL_SECRET_FILE,
-  CONTROL_SECRET_VARIABLE,
-} from '#shared/config/local-control-config.ts'
+import { CONTROL_SECRET_FILE, CONTROL_SECRET_VARIABLE } from '#keys/local-control-config.ts'
 import { ControlPlaneError } from './control-plane-error.ts'
 import { carriesControlSecret } from './control-plane-secret.ts'
 
@@ -18,6 +15,7 @@ import { carriesControlSecret } from './control-plane-secret.ts'
  * 4. A body only as `application/json`: a cross-site form or `text/plain` POST (sent without a
  *    CORS preflight) is refused even where the rules above would not catch it.
  */
+
 const LOOPBACK_HOST = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::(\d{1,5}))?$/i
 
 const forbidden = (message: string) => new ControlPlaneError(403, 'AccessDeniedException', message)

@@ -1,8 +1,8 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
-import { LOCAL_CONTROL_PREFIX, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
+import type { HeldRemoval } from '#keys/key-sync-state-repository.ts'
+import { LOCAL_CONTROL_PREFIX, MANAGEMENT_API_PATH } from '#keys/local-control-config.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
-import type { HeldRemoval } from '#shared/data/key-sync-state-repository.ts'
 import { ControlPlaneError } from './control-plane-error.ts'
 import { controlPlaneRefusal } from './control-plane-guard.ts'
 import { badRequest } from './control-plane-json.ts'
@@ -21,8 +21,9 @@ import type { ControlPlaneStore } from './control-plane-store.ts'
  * - `GET /_local/key-sync/held`: the removals the key sync holds, as its state item keeps them;
  * - `GET /_local/key-mirror/{keyHash}`: the mirror item of a key hash, as a GetItem would read it;
  * - `POST /_local/key-usage`: the rate limiter's usage and suspensions, as the keys CLI reads (and
- *   lifts) them in a deployed stage's table (shared/rate-limit/key-usage-requests.ts).
+ *   lifts) them in a deployed stage's table (keys/key-usage-requests.ts).
  */
+
 export { MANAGEMENT_API_PATH }
 
 export interface ControlPlaneHandlerOptions {
@@ -166,12 +167,12 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
     const body = () => readJson(req, res)
     const answer =
       segments[0] === 'apigateway'
-        ? managementCalls(
+        ? managementCalls({
             method,
-            segments.slice(1),
-            url?.searchParams ?? new URLSearchParams(),
+            segments: segments.slice(1),
+            query: url?.searchParams ?? new URLSearchParams(),
             body,
-          )
+          })
         : local(method, segments, body)
     answer.then(
       (result) => {

@@ -1,8 +1,5 @@
-import type { KeyUsageRepository } from '#shared/rate-limit/key-usage-repository.ts'
-import {
-  answerKeyUsageRequest,
-  keyUsageRequestSchema,
-} from '#shared/rate-limit/key-usage-requests.ts'
+import type { KeyUsageRepository } from '#keys/key-usage-repository.ts'
+import { answerKeyUsageRequest, keyUsageRequestSchema } from '#keys/key-usage-requests.ts'
 import { ControlPlaneError } from './control-plane-error.ts'
 
 /**

@@ -1,5 +1,5 @@
-import { shownArgument } from '#shared/auth/key-value-mask.ts'
-import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
+import { shownArgument } from '#keys/key-value-mask.ts'
+import { checkUsagePlanNumbers } from '#keys/usage-plan-numbers-config.ts'
 import { ControlPlaneError } from './control-plane-error.ts'
 import {
   apiKeyJson,
@@ -26,6 +26,16 @@ export interface Answer {
 
 type Body = () => Promise<Record<string, unknown>>
 
+/** One call of the management API: what every family of calls below reads. */
+export interface ManagementCall {
+  method: string
+  /** The path's labels after `/_local/apigateway`: collection, id, sub-resource, its id, more. */
+  segments: string[]
+  query: URLSearchParams
+  /** Reads the JSON body, when the call has one. */
+  body: Body
+}
+
 /** What the management API needs besides the store (ControlPlaneHandlerOptions). */
 export interface ManagementApiOptions {
   store: ControlPlaneStore
@@ -37,10 +47,7 @@ export interface ManagementApiOptions {
 /** CreateApiKey, GetApiKeys, GetApiKey, UpdateApiKey, DeleteApiKey. */
 const apiKeyCalls = async (
   store: ControlPlaneStore,
-  method: string,
-  id: string | undefined,
-  query: URLSearchParams,
-  body: Body,
+  { method, segments: [, id], query, body }: ManagementCall,
 ): Promise<Answer | undefined> => {
   if (id === undefined && method === 'POST') {
     if (query.get('mode') === 'import') throw badRequest('ImportApiKeys is not emulated')
@@ -137,10 +144,8 @@ const createUsagePlan = async (store: ControlPlaneStore, input: Record<string, u
 /** CreateUsagePlanKey, GetUsagePlanKeys, GetUsagePlanKey, DeleteUsagePlanKey. */
 const usagePlanKeyCalls = async (
   store: ControlPlaneStore,
-  method: string,
-  [id, subId]: [string, string | undefined],
-  query: URLSearchParams,
-  body: Body,
+  id: string,
+  { method, segments: [, , , subId], query, body }: ManagementCall,
 ): Promise<Answer | undefined> => {
   if (subId === undefined && method === 'POST') {
     const input = await body()
@@ -205,12 +210,11 @@ const usage = (
 /** The usage plan calls, their keys and GetUsage. */
 const usagePlanCalls = async (
   options: ManagementApiOptions,
-  method: string,
-  [id, sub, subId, extra]: (string | undefined)[],
-  query: URLSearchParams,
-  body: Body,
+  call: ManagementCall,
 ): Promise<Answer | undefined> => {
   const { store } = options
+  const { method, query, body } = call
+  const [, id, sub, subId, extra] = call.segments
   if (id === undefined && method === 'POST') return createUsagePlan(store, await body())
   if (id === undefined && method === 'GET') {
     const keyId = query.get('keyId')
@@ -229,7 +233,7 @@ const usagePlanCalls = async (
     }
   }
   if (id !== undefined && sub === 'keys' && extra === undefined) {
-    return usagePlanKeyCalls(store, method, [id, subId], query, body)
+    return usagePlanKeyCalls(store, id, call)
   }
   if (id !== undefined && sub === 'usage' && subId === undefined && method === 'GET') {
     return { status: 200, body: usage(options, id, query) }
@@ -240,10 +244,8 @@ const usagePlanCalls = async (
 /** GetTags, TagResource, UntagResource (the ARN is one path label). */
 const tagCalls = async (
   store: ControlPlaneStore,
-  method: string,
   id: string,
-  query: URLSearchParams,
-  body: Body,
+  { method, query, body }: ManagementCall,
 ): Promise<Answer | undefined> => {
   // The ARN is one path label: arn:aws:apigateway:{region}::/apikeys/{id}.
   const resource = decodedLabel(id).split('::')[1] ?? ''
@@ -262,21 +264,17 @@ const tagCalls = async (
 /** The part of API Gateway's management API this project uses, on the local store. */
 export const managementApi =
   (options: ManagementApiOptions) =>
-  async (
-    method: string,
-    segments: string[],
-    query: URLSearchParams,
-    body: Body,
-  ): Promise<Answer> => {
+  async (call: ManagementCall): Promise<Answer> => {
     const { store } = options
+    const { method, segments } = call
     const [collection, id, sub, subId, extra] = segments
     const answer =
       collection === 'apikeys' && sub === undefined
-        ? await apiKeyCalls(store, method, id, query, body)
+        ? await apiKeyCalls(store, call)
         : collection === 'usageplans'
-          ? await usagePlanCalls(options, method, [id, sub, subId, extra], query, body)
+          ? await usagePlanCalls(options, call)
           : collection === 'tags' && id !== undefined && sub === undefined
-            ? await tagCalls(store, method, id, query, body)
+            ? await tagCalls(store, id, call)
             : undefined
     if (answer) return answer
     if (

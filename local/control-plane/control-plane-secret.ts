@@ -2,13 +2,13 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { chmod } from 'node:fs/promises'
 import type { IncomingMessage } from 'node:http'
 import { join, resolve } from 'node:path'
-import { IN_MEMORY } from '#local/embedded-dynamo.ts'
-import { keptSecret } from '#local/local-environment.ts'
 import {
   CONTROL_SECRET_FILE,
   CONTROL_SECRET_HEADER,
   CONTROL_SECRET_VARIABLE,
-} from '#shared/config/local-control-config.ts'
+  IN_MEMORY,
+} from '#keys/local-control-config.ts'
+import { keptSecret } from './kept-secret-file.ts'
 
 /** The server's secret: the variable when set, else the data directory's (random with :memory:). */
 export const localControlSecret = async (

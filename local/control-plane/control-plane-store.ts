@@ -2,13 +2,13 @@ import { randomBytes } from 'node:crypto'
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import * as z from 'zod/mini'
-import { IN_MEMORY } from '#local/embedded-dynamo.ts'
-import { LocalConfigError } from '#local/local-config.ts'
-import { shownArgument } from '#shared/auth/key-value-mask.ts'
-import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
+import { shownArgument } from '#keys/key-value-mask.ts'
+import { IN_MEMORY } from '#keys/local-control-config.ts'
+import { checkUsagePlanNumbers } from '#keys/usage-plan-numbers-config.ts'
 import type { Clock } from '#shared/time/clock.ts'
 import { ControlPlaneError } from './control-plane-error.ts'
 import { parseJsonFile } from './json-error-locator.ts'
+import { LocalConfigError } from './local-config-error.ts'
 
 /**
  * The local control plane's state: API Gateway's API keys, usage plans (with their tags and

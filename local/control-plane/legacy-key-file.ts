@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { API_KEY_FORMAT, LocalConfigError } from '#local/local-config.ts'
 import { isWellFormedApiKey } from '#shared/auth/bearer-token.ts'
 import { isPlanName, PLAN_NAMES, type PlanName } from '#shared/config/plans-config.ts'
 import { parseJsonFile } from './json-error-locator.ts'
+import { API_KEY_FORMAT, LocalConfigError } from './local-config-error.ts'
 
 /**
  * The key file of earlier versions (`<PETSTORE_DATA_DIR>/api-keys.json`), read once at start so

@@ -176,10 +176,18 @@ const requestParts = (req: IncomingMessage, baseHost: string | undefined) => ({
 /** A function that throws past its error middleware: API Gateway's DEFAULT_5XX. */
 const invokeFunction = async (
   { handlers, onError }: Pick<Required<LocalGatewayOptions>, 'handlers' | 'onError'>,
-  cors: Record<string, string>,
-  route: Route,
-  event: APIGatewayProxyEvent,
-  requestId: string,
+  {
+    route,
+    event,
+    requestId,
+    cors,
+  }: {
+    route: Route
+    event: APIGatewayProxyEvent
+    requestId: string
+    /** The CORS headers a gateway answer carries. */
+    cors: Record<string, string>
+  },
 ): Promise<APIGatewayProxyResult> => {
   try {
     return await handlers[route.operationId](
@@ -308,7 +316,7 @@ export const createLocalGateway = ({
     })
     send(
       res,
-      await invokeFunction({ handlers, onError }, cors, match.route, event, requestId),
+      await invokeFunction({ handlers, onError }, { route: match.route, event, requestId, cors }),
       requestId,
     )
   }

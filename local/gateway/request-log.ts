@@ -1,7 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
-import { MASKED_KEY_VALUE, shownArgument } from '#shared/auth/key-value-mask.ts'
-import { LOCAL_CONTROL_PREFIX } from '#shared/config/local-control-config.ts'
+import { MASKED_KEY_VALUE, shownArgument } from '#keys/key-value-mask.ts'
+import { LOCAL_CONTROL_PREFIX } from '#keys/local-control-config.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 
 /**

@@ -1,8 +1,5 @@
+import { type UsagePlanBackstop, usagePlanBackstop } from '#keys/usage-plan-backstop-config.ts'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
-import {
-  type UsagePlanBackstop,
-  usagePlanBackstop,
-} from '#shared/config/usage-plan-backstop-config.ts'
 import type { Clock } from '#shared/time/clock.ts'
 
 /**

@@ -1,5 +1,5 @@
-import { shownArgument } from '#shared/auth/key-value-mask.ts'
-import type { HeldRemoval } from '#shared/data/key-sync-state-repository.ts'
+import type { HeldRemoval } from '#keys/key-sync-state-repository.ts'
+import { shownArgument } from '#keys/key-value-mask.ts'
 import { KeyAdminError } from './key-admin-error.ts'
 
 /**

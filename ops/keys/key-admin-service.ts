@@ -9,10 +9,10 @@ import {
 } from '@aws-sdk/client-api-gateway'
 import { DISABLE_AFTER_TAG, isPastDisableAfter } from '#keys/key-verdicts.ts'
 import { PAGE_SIZE } from '#keys/management-listing.ts'
+import { usagePlanBackstop } from '#keys/usage-plan-backstop-config.ts'
+import { checkUsagePlanNumbers } from '#keys/usage-plan-numbers-config.ts'
 import { stageTags } from '#keys/usage-plans-config.ts'
 import { PLAN_TAGS, type PlanLimits } from '#shared/config/plans-config.ts'
-import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
-import { checkUsagePlanNumbers } from '#shared/config/usage-plan-numbers-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { causeOf, Interrupted, KeyAdminError } from './key-admin-error.ts'
 import { type KeyAdminOptions, ManagementCalls } from './management-calls.ts'
@@ -88,7 +88,7 @@ export class KeyAdmin {
 
   /** The keys CLI's command line for this stage (KeyAdminOptions.keysCommand). */
   get keysCommand(): string {
-    return this.#calls.keysCommand
+    return this.#calls.context.keysCommand
   }
 
   /** Management API calls made (each one paced). */
@@ -132,13 +132,12 @@ export class KeyAdmin {
     const created = await newKeyOn(this.#calls, plan, { name, tags: {}, onCreated })
     const grants = grantsOn(plan)
     try {
-      await awaitMirror(
-        this.#calls,
-        hashApiKey(created.value),
-        (item) => grants(item, created.id),
-        `Key ${created.id} is created on ${plan.label}`,
-        [created.id, plan.id],
-      )
+      await awaitMirror(this.#calls, {
+        keyHash: hashApiKey(created.value),
+        expected: (item) => grants(item, created.id),
+        made: `Key ${created.id} is created on ${plan.label}`,
+        ids: [created.id, plan.id],
+      })
     } catch (error) {
       // The key is made and will work: the message says how to remove it if it is not wanted.
       throw new KeyAdminError(
@@ -168,7 +167,7 @@ export class KeyAdmin {
       for (const { id } of planKeys) if (id) planOfKey.set(id, plan)
     }
     for (const warning of ceilingWarnings({ apiKeys: keys.length, usagePlans: regionPlans })) {
-      this.#calls.warn(warning)
+      this.#calls.context.warn(warning)
     }
     const rows = keys
       .filter(
@@ -196,7 +195,7 @@ export class KeyAdmin {
    */
   async mirrored(keyId: string): Promise<MirrorView | undefined> {
     const key = await this.#calls.key(keyId)
-    return this.#calls.sync.mirrored(hashApiKey(key.value))
+    return this.#calls.context.sync.mirrored(hashApiKey(key.value))
   }
 
   async setEnabled(idOrName: string, enabled: boolean) {
@@ -214,15 +213,14 @@ export class KeyAdmin {
       enabled &&
       plan !== undefined &&
       !('error' in plan.grant) &&
-      !isPastDisableAfter(key.tags, this.#calls.clock())
+      !isPastDisableAfter(key.tags, this.#calls.context.clock())
     const grants = plan ? grantsOn(plan) : () => false
-    await awaitMirror(
-      this.#calls,
-      hashApiKey(key.value),
-      (item) => (works ? grants(item, key.id) : item === undefined),
-      `Key ${key.id} is ${enabled ? 'enabled' : 'disabled'}`,
-      [key.id],
-    )
+    await awaitMirror(this.#calls, {
+      keyHash: hashApiKey(key.value),
+      expected: (item) => (works ? grants(item, key.id) : item === undefined),
+      made: `Key ${key.id} is ${enabled ? 'enabled' : 'disabled'}`,
+      ids: [key.id],
+    })
     return { id: key.id, name: key.name ?? '', plan: plan?.label, works }
   }
 
@@ -230,13 +228,12 @@ export class KeyAdmin {
     const key = await this.#calls.key(idOrName)
     this.#calls.beforeChange()
     await this.#calls.send(new DeleteApiKeyCommand({ apiKey: key.id }))
-    await awaitMirror(
-      this.#calls,
-      hashApiKey(key.value),
-      (item) => item === undefined,
-      `Key ${key.id} is revoked (deleted)`,
-      [key.id],
-    )
+    await awaitMirror(this.#calls, {
+      keyHash: hashApiKey(key.value),
+      expected: (item) => item === undefined,
+      made: `Key ${key.id} is revoked (deleted)`,
+      ids: [key.id],
+    })
     return { id: key.id, name: key.name ?? '' }
   }
 
@@ -280,15 +277,14 @@ export class KeyAdmin {
           : `${step} failed: ${causeOf(error)}`
       throw await undoMove(this.#calls, key.id, { current, target, plans, why, error })
     }
-    const works = key.enabled === true && !isPastDisableAfter(key.tags, this.#calls.clock())
+    const works = key.enabled === true && !isPastDisableAfter(key.tags, this.#calls.context.clock())
     const grants = grantsOn(target)
-    await awaitMirror(
-      this.#calls,
-      hashApiKey(key.value),
-      (item) => (works ? grants(item, key.id) : item === undefined),
-      `Key ${key.id} is moved from ${from} to ${target.label}`,
-      [key.id, target.id, ...(current ? [current.id] : [])],
-    )
+    await awaitMirror(this.#calls, {
+      keyHash: hashApiKey(key.value),
+      expected: (item) => (works ? grants(item, key.id) : item === undefined),
+      made: `Key ${key.id} is moved from ${from} to ${target.label}`,
+      ids: [key.id, target.id, ...(current ? [current.id] : [])],
+    })
     return { id: key.id, from: current?.label, to: target.label, works }
   }
 
@@ -320,7 +316,8 @@ export class KeyAdmin {
     const old = await this.#calls.key(idOrName)
     const { plans, regionPlans } = await stagePlans(this.#calls)
     const plan = await stagePlanOf(this.#calls, old.id, plans)
-    if (!plan) throw new KeyAdminError(`Key ${old.id} is on no plan of stage ${this.#calls.stage}`)
+    if (!plan)
+      throw new KeyAdminError(`Key ${old.id} is on no plan of stage ${this.#calls.context.stage}`)
     if ('error' in plan.grant) {
       throw new KeyAdminError(
         `Usage plan ${plan.name} is refused by the key sync (${plan.grant.error})`,
@@ -343,15 +340,14 @@ export class KeyAdmin {
       },
     })
     const grants = grantsOn(plan)
-    await awaitMirror(
-      this.#calls,
-      hashApiKey(created.value),
-      (item) => grants(item, created.id),
-      `Key ${created.id} is created on ${plan.label} to replace key ${old.id}${
+    await awaitMirror(this.#calls, {
+      keyHash: hashApiKey(created.value),
+      expected: (item) => grants(item, created.id),
+      made: `Key ${created.id} is created on ${plan.label} to replace key ${old.id}${
         disableAfter ? `, which works until ${disableAfter}` : ', which works until revoked'
       },`,
-      [created.id, old.id, plan.id],
-    )
+      ids: [created.id, old.id, plan.id],
+    })
     return { created, oldId: old.id, disableAfter }
   }
 
@@ -377,12 +373,12 @@ export class KeyAdmin {
       throw new KeyAdminError('--per-minute and --per-day must be positive integers')
     }
     if (perDay < perMinute) throw new KeyAdminError('--per-day must be at least --per-minute')
-    const largest = this.#calls.outputs.largestPlanPerMinute
+    const largest = this.#calls.context.outputs.largestPlanPerMinute
     if (largest !== undefined && perMinute > largest) {
       // The stage's edge rules (WAF per-key rule) are derived from this: a larger plan would be
       // blocked at the edge below its own limit.
       throw new KeyAdminError(
-        `--per-minute ${perMinute} is above the largest plan stage ${this.#calls.stage} allows (${largest}/minute, its LargestPlanPerMinute output): raise the CDK context ${this.#calls.stage}.largestPlanPerMinute (and throttleRateLimit if it says so) and deploy first (docs/operations.md#edge-rules)`,
+        `--per-minute ${perMinute} is above the largest plan stage ${this.#calls.context.stage} allows (${largest}/minute, its LargestPlanPerMinute output): raise the CDK context ${this.#calls.context.stage}.largestPlanPerMinute (and throttleRateLimit if it says so) and deploy first (docs/operations.md#edge-rules)`,
       )
     }
     const { plans, regionPlans } = await stagePlans(this.#calls)
@@ -399,9 +395,14 @@ export class KeyAdmin {
     )
     const plan = await this.#calls.send(
       new CreateUsagePlanCommand({
-        name: `petstore-${this.#calls.stage}-enterprise-${customer}`,
-        description: `Enterprise plan of ${customer} (${this.#calls.stage}): ${perMinute} requests per minute, ${perDay} per day`,
-        apiStages: [{ apiId: this.#calls.outputs.restApiId, stage: this.#calls.outputs.stageName }],
+        name: `petstore-${this.#calls.context.stage}-enterprise-${customer}`,
+        description: `Enterprise plan of ${customer} (${this.#calls.context.stage}): ${perMinute} requests per minute, ${perDay} per day`,
+        apiStages: [
+          {
+            apiId: this.#calls.context.outputs.restApiId,
+            stage: this.#calls.context.outputs.stageName,
+          },
+        ],
         throttle: { rateLimit, burstLimit },
         quota: { limit: dailyQuota, period: 'DAY' },
         tags: {
@@ -409,7 +410,7 @@ export class KeyAdmin {
           [PLAN_TAGS.perMinute]: String(perMinute),
           [PLAN_TAGS.perDay]: String(perDay),
           [CUSTOMER_TAG]: customer,
-          ...stageTags(this.#calls.stage),
+          ...stageTags(this.#calls.context.stage),
         },
       }),
     )

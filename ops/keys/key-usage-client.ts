@@ -1,10 +1,10 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb'
-import { KeyUsageRepository } from '#shared/rate-limit/key-usage-repository.ts'
+import { KeyUsageRepository } from '#keys/key-usage-repository.ts'
 import {
   KEY_USAGE_PATH,
   type KeyUsageReader,
   type KeyUsageRequest,
-} from '#shared/rate-limit/key-usage-requests.ts'
+} from '#keys/key-usage-requests.ts'
 import { KeyAdminError } from './key-admin-error.ts'
 import { refusingRedirects } from './no-redirect-fetch.ts'
 
@@ -14,6 +14,7 @@ import { refusingRedirects } from './no-redirect-fetch.ts'
  * UpdateItem on it), or the local server's control plane, which runs the same repository on its
  * own table.
  */
+
 export type { KeyUsageReader }
 
 export const deployedKeyUsage = (

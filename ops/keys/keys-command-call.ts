@@ -1,4 +1,4 @@
-import type { StageTarget } from '#ops/stage/stage-target-resolver.ts'
+import type { StageTarget } from '#ops/keys/stage-target-resolver.ts'
 
 /**
  * What every command of the keys CLI is given (keys-command-table.ts) and the small words they

@@ -1,11 +1,11 @@
 import { parseArgs } from 'node:util'
+import { keyValuesIn, maskingArguments, shownArgument } from '#keys/key-value-mask.ts'
 import {
-  DEPLOYED_STAGES,
   openStageTarget,
   type StageTarget,
   type TargetChoice,
-} from '#ops/stage/stage-target-resolver.ts'
-import { keyValuesIn, maskingArguments, shownArgument } from '#shared/auth/key-value-mask.ts'
+} from '#ops/keys/stage-target-resolver.ts'
+import { STAGE_NAMES } from '#shared/config/stages-config.ts'
 import { KeyAdminError } from './key-admin-error.ts'
 import { didYouMean, type OptionValues, type Output, UsageError } from './keys-command-call.ts'
 import { COMMAND_NAMES, KEYS_COMMANDS, KEYS_USAGE, type KeysCommand } from './keys-command-table.ts'
@@ -88,9 +88,9 @@ const readCommandLine = (argv: string[]) => {
 const checkCommandLine = (command: KeysCommand, args: string[], values: OptionValues) => {
   refuseKeyValues(args, values)
   const stage = values.stage
-  if (typeof stage === 'string' && !(DEPLOYED_STAGES as readonly string[]).includes(stage)) {
+  if (typeof stage === 'string' && !(STAGE_NAMES as readonly string[]).includes(stage)) {
     throw new UsageError(
-      `--stage ${shownArgument(stage)} is no deployed stage (${DEPLOYED_STAGES.join(', ')}; without --stage, the local server)${didYouMean(stage, DEPLOYED_STAGES)}`,
+      `--stage ${shownArgument(stage)} is no deployed stage (${STAGE_NAMES.join(', ')}; without --stage, the local server)${didYouMean(stage, STAGE_NAMES)}`,
     )
   }
   if (values.stage !== undefined && values.url !== undefined) {

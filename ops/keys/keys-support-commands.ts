@@ -1,5 +1,5 @@
-import type { StageTarget } from '#ops/stage/stage-target-resolver.ts'
-import type { KeyDayUsage } from '#shared/rate-limit/key-usage-repository.ts'
+import type { KeyDayUsage } from '#keys/key-usage-repository.ts'
+import type { StageTarget } from '#ops/keys/stage-target-resolver.ts'
 import { SUSPENSION_RECHECK_MS } from '#shared/rate-limit/rate-limiter.ts'
 import { KeyAdminError } from './key-admin-error.ts'
 import type { KeyRow } from './key-admin-service.ts'

@@ -7,9 +7,9 @@ import {
   NotFoundException,
 } from '@aws-sdk/client-api-gateway'
 import { type CallPacer, unpaced } from '#keys/call-pacer.ts'
+import { shownArgument } from '#keys/key-value-mask.ts'
 import { PAGE_SIZE, readWholeListing } from '#keys/management-listing.ts'
 import type { StageOutputs } from '#ops/stage/stack-outputs-reader.ts'
-import { shownArgument } from '#shared/auth/key-value-mask.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { causeOf, Interrupted, isThrottled, KeyAdminError } from './key-admin-error.ts'
 import { permissionAdvice } from './management-permissions-config.ts'
@@ -45,10 +45,10 @@ export interface KeyAdminOptions {
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /**
- * The management calls every keys command makes, and what they share: the stage, the pacer and the
- * count of calls, the interruption, the pause. Paced, counted, and clear about a missing permission.
+ * The stage a keys command works on and what its management calls share, resolved once from
+ * KeyAdminOptions: the one record a command's parts read (ManagementCalls.context).
  */
-export class ManagementCalls {
+export interface ManagementContext {
   readonly client: APIGatewayClient
   readonly outputs: StageOutputs
   readonly sync: StageSync
@@ -58,34 +58,47 @@ export class ManagementCalls {
   readonly clock: Clock
   readonly sleep: (ms: number) => Promise<void>
   readonly mirrorWaitMs: number
-  readonly warn: (message: string) => void
-  readonly signal: AbortSignal | undefined
-  readonly options: KeyAdminOptions
   /** The keys CLI's command line for this stage (KeyAdminOptions.keysCommand). */
   readonly keysCommand: string
+  readonly warn: (message: string) => void
+  readonly signal: AbortSignal | undefined
+}
+
+const managementContext = (options: KeyAdminOptions): ManagementContext => ({
+  client: options.client,
+  outputs: options.outputs,
+  sync: options.sync,
+  stage: options.stage,
+  region: options.region,
+  pacer: options.pacer ?? unpaced,
+  clock: options.clock ?? systemClock,
+  sleep: options.sleep ?? defaultSleep,
+  mirrorWaitMs: options.mirrorWaitMs ?? 90_000,
+  keysCommand: options.keysCommand ?? 'npm run keys --',
+  warn: options.warn ?? (() => undefined),
+  signal: options.signal,
+})
+
+/**
+ * The management calls every keys command makes, on its context: paced, counted, interruptible,
+ * and clear about a missing permission.
+ */
+export class ManagementCalls {
+  readonly context: ManagementContext
+  /** As given, for a KeyAdmin of the same stage (KeyAdmin.withoutSignal). */
+  readonly options: KeyAdminOptions
 
   /** Management API calls made (each one paced). */
   calls = 0
 
   constructor(options: KeyAdminOptions) {
     this.options = options
-    this.keysCommand = options.keysCommand ?? 'npm run keys --'
-    this.client = options.client
-    this.outputs = options.outputs
-    this.sync = options.sync
-    this.stage = options.stage
-    this.region = options.region
-    this.pacer = options.pacer ?? unpaced
-    this.clock = options.clock ?? systemClock
-    this.sleep = options.sleep ?? defaultSleep
-    this.mirrorWaitMs = options.mirrorWaitMs ?? 90_000
-    this.warn = options.warn ?? (() => undefined)
-    this.signal = options.signal
+    this.context = managementContext(options)
   }
 
   /** The exact command that revokes a key by hand. */
   revokeCommand(keyId: string): string {
-    return `${this.keysCommand} revoke ${keyId}`
+    return `${this.context.keysCommand} revoke ${keyId}`
   }
 
   /**
@@ -94,10 +107,10 @@ export class ManagementCalls {
    * cure it). No abort signal reaches the call: one under way finishes, so its outcome is known.
    */
   readonly send = (async (command: Parameters<APIGatewayClient['send']>[0]) => {
-    await this.pacer.take()
+    await this.context.pacer.take()
     this.calls += 1
     try {
-      return await this.client.send(command)
+      return await this.context.client.send(command)
     } catch (error) {
       const { name, $metadata } = (error ?? {}) as {
         name?: string
@@ -106,7 +119,7 @@ export class ManagementCalls {
       if (name === 'AccessDeniedException' || $metadata?.httpStatusCode === 403) {
         const operation = command.constructor.name
         throw new KeyAdminError(
-          `API Gateway refused ${operation.replace(/Command$/, '')} (${causeOf(error)}): add ${permissionAdvice(operation, command.input as Record<string, unknown>, this.region)} to your role (docs/operations.md#iam-permissions)`,
+          `API Gateway refused ${operation.replace(/Command$/, '')} (${causeOf(error)}): add ${permissionAdvice(operation, command.input as Record<string, unknown>, this.context.region)} to your role (docs/operations.md#iam-permissions)`,
           { cause: error },
         )
       }
@@ -114,7 +127,7 @@ export class ManagementCalls {
       if (status >= 300 && status < 400) {
         // The SDK follows no redirect (the local control plane's secret stays here): say so.
         throw new KeyAdminError(
-          `${command.constructor.name.replace(/Command$/, '')} was answered with a redirect (HTTP ${status}), which the keys CLI follows none of: ${this.keysCommand.includes('--url') ? 'is the --url the local server itself?' : 'check --region and the stage'}`,
+          `${command.constructor.name.replace(/Command$/, '')} was answered with a redirect (HTTP ${status}), which the keys CLI follows none of: ${this.context.keysCommand.includes('--url') ? 'is the --url the local server itself?' : 'check --region and the stage'}`,
           { cause: error },
         )
       }
@@ -143,20 +156,20 @@ export class ManagementCalls {
 
   /** Throws once the operator interrupted: called between the steps of a change. */
   checkpoint() {
-    if (this.signal?.aborted) throw new Interrupted()
+    if (this.context.signal?.aborted) throw new Interrupted()
   }
 
   /** A pause of the wait that an interruption ends at once. */
   async pause(ms: number) {
     this.checkpoint()
-    const signal = this.signal
-    if (!signal) return this.sleep(ms)
+    const signal = this.context.signal
+    if (!signal) return this.context.sleep(ms)
     let onAbort: (() => void) | undefined
     const aborted = new Promise<void>((resolve) => {
       onAbort = resolve
       signal.addEventListener('abort', onAbort, { once: true })
     })
-    await Promise.race([this.sleep(ms), aborted])
+    await Promise.race([this.context.sleep(ms), aborted])
     if (onAbort) signal.removeEventListener('abort', onAbort)
     this.checkpoint()
   }
@@ -201,7 +214,7 @@ export class ManagementCalls {
 
   /** Interrupted before the first change of a command: nothing to undo. */
   beforeChange() {
-    if (this.signal?.aborted) {
+    if (this.context.signal?.aborted) {
       throw new KeyAdminError('Interrupted (SIGINT or SIGTERM) before any change: nothing changed')
     }
   }
@@ -213,12 +226,12 @@ export class ManagementCalls {
         return await call()
       } catch (error) {
         if (!isThrottled(error) || attempt >= 3) throw error
-        await this.sleep(1_000 * attempt)
+        await this.context.sleep(1_000 * attempt)
       }
     }
   }
 
   keyArn(keyId: string) {
-    return `arn:aws:apigateway:${this.region}::/apikeys/${keyId}`
+    return `arn:aws:apigateway:${this.context.region}::/apikeys/${keyId}`
   }
 }

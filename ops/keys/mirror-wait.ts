@@ -3,6 +3,18 @@ import { causeOf, Interrupted, KeyAdminError } from './key-admin-error.ts'
 import type { ManagementCalls } from './management-calls.ts'
 import { isRetryableSyncFailure, type MirrorView } from './stage-sync-client.ts'
 
+/** A change a command made, as the key mirror should show it. */
+export interface MirrorChange {
+  /** The mirror item of the key the change is about. */
+  keyHash: string
+  /** Whether the item (undefined: none) shows the change. */
+  expected: (item: MirrorView | undefined) => boolean
+  /** What is changed in API Gateway, by key id: every failure starts with it. */
+  made: string
+  /** The key and plan ids the change named: the sync reads their plans first. */
+  ids: readonly string[]
+}
+
 /**
  * Runs the stage's sync until its mirror shows what a change should have done, so the command
  * returns only once the change is in force (the sync flushes the authorizer cache after a
@@ -12,10 +24,7 @@ import { isRetryableSyncFailure, type MirrorView } from './stage-sync-client.ts'
  */
 export const awaitMirror = async (
   calls: ManagementCalls,
-  keyHash: string,
-  expected: (item: MirrorView | undefined) => boolean,
-  made: string,
-  ids: readonly string[],
+  { keyHash, expected, made, ids }: MirrorChange,
 ): Promise<void> => {
   const fail = (why: string) =>
     new KeyAdminError(`${made} in API Gateway, but ${why}`, { made: true })
@@ -26,18 +35,18 @@ export const awaitMirror = async (
         `the CLI cannot see it in force: ${causeOf(error)}. The scheduled sync (every minute) brings it into force by itself`,
       )
     }
-    if (calls.clock() < deadline) return undefined
+    if (calls.context.clock() < deadline) return undefined
     return fail(
       `the key sync failed (${causeOf(error)}); the scheduled sync retries every minute: see the key-sync log`,
     )
   }
-  const deadline = calls.clock() + calls.mirrorWaitMs
+  const deadline = calls.context.clock() + calls.context.mirrorWaitMs
   try {
     for (;;) {
       calls.checkpoint()
       let result: KeySyncResult
       try {
-        result = await calls.sync.run(ids, calls.signal)
+        result = await calls.context.sync.run(ids, calls.context.signal)
       } catch (error) {
         const failure = retried(error, deadline)
         if (failure) throw failure
@@ -48,7 +57,7 @@ export const awaitMirror = async (
         let item: MirrorView | undefined
         try {
           // One strongly consistent read after the run: what the next request is authorized with.
-          item = await calls.sync.mirrored(keyHash)
+          item = await calls.context.sync.mirrored(keyHash)
         } catch (error) {
           const failure = retried(error, deadline)
           if (failure) throw failure
@@ -62,9 +71,9 @@ export const awaitMirror = async (
           )
         }
       }
-      if (calls.clock() >= deadline) {
+      if (calls.context.clock() >= deadline) {
         throw fail(
-          `the key mirror did not show it within ${Math.round(calls.mirrorWaitMs / 1000)} s; the scheduled sync retries every minute: see the key-sync log`,
+          `the key mirror did not show it within ${Math.round(calls.context.mirrorWaitMs / 1000)} s; the scheduled sync retries every minute: see the key-sync log`,
         )
       }
       // A run in progress may have read API Gateway before the change: the next one will not.

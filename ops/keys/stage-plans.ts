@@ -57,7 +57,9 @@ export const ceilingWarnings = ({
 
 const onStage = (calls: ManagementCalls, plan: UsagePlan): boolean => {
   return (plan.apiStages ?? []).some(
-    (stage) => stage.apiId === calls.outputs.restApiId && stage.stage === calls.outputs.stageName,
+    (stage) =>
+      stage.apiId === calls.context.outputs.restApiId &&
+      stage.stage === calls.context.outputs.stageName,
   )
 }
 
@@ -65,7 +67,7 @@ const labelOf = (
   calls: ManagementCalls,
   plan: UsagePlan & { id: string },
 ): { label: string; customer: string | undefined } => {
-  const standard = PLAN_NAMES.find((name) => calls.outputs.planIds[name] === plan.id)
+  const standard = PLAN_NAMES.find((name) => calls.context.outputs.planIds[name] === plan.id)
   if (standard) return { label: standard, customer: undefined }
   const customer = plan.tags?.[CUSTOMER_TAG]
   if (customer) return { label: `enterprise:${customer}`, customer }
@@ -98,12 +100,12 @@ export const resolvePlan = (
 ): StagePlan => {
   const found =
     'plan' in selector
-      ? plans.find((plan) => plan.id === calls.outputs.planIds[selector.plan])
+      ? plans.find((plan) => plan.id === calls.context.outputs.planIds[selector.plan])
       : plans.find((plan) => plan.customer === selector.customer)
   if (!found) {
     const wanted = 'plan' in selector ? selector.plan : `enterprise:${selector.customer}`
     throw new KeyAdminError(
-      `No plan ${wanted} on stage ${calls.stage} (plans: ${plans.map((plan) => plan.label).join(', ') || 'none'})`,
+      `No plan ${wanted} on stage ${calls.context.stage} (plans: ${plans.map((plan) => plan.label).join(', ') || 'none'})`,
     )
   }
   if ('error' in found.grant) {
@@ -130,7 +132,7 @@ export const checkCeilings = (
       `This Region has ${counts.usagePlans} usage plans, API Gateway's quota (${CEILINGS.usagePlans}): ask for more through Service Quotas (docs/operations.md#ceilings)`,
     )
   }
-  for (const warning of ceilingWarnings(counts)) calls.warn(warning)
+  for (const warning of ceilingWarnings(counts)) calls.context.warn(warning)
 }
 
 /** The stage plan a key is on, if any (API Gateway allows one per stage). */

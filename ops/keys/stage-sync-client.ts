@@ -1,9 +1,9 @@
 import { InvokeCommand, type InvokeCommandOutput, type LambdaClient } from '@aws-sdk/client-lambda'
 import { isThrottlingError } from '@smithy/service-error-classification'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
+import type { HeldRemoval, KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import type { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import type { HeldRemoval, KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
 import type { HeldRemovals } from './held-removals-command.ts'
 import { refusingRedirects } from './no-redirect-fetch.ts'
 

@@ -104,7 +104,7 @@ export const newKeyOn = async (
       step = 'TagResource'
       const old = replacing.id
       const previous = replacing.tags?.[DISABLE_AFTER_TAG]
-      disableAfter = new Date(calls.clock() + replacing.overlapMs).toISOString()
+      disableAfter = new Date(calls.context.clock() + replacing.overlapMs).toISOString()
       // Registered before the call: a call refused or cut off may still have been applied.
       steps.push({
         what:
@@ -200,7 +200,7 @@ export const undoMove = async (
     now = await calls.retryingThrottled(() => stagePlanOf(calls, keyId, plans))
   } catch (readError) {
     return new KeyAdminError(
-      `${stopped}, and where the key is now could not be read (${causeOf(readError)}): run ${calls.keysCommand} list; if key ${keyId} is on no plan, ${calls.keysCommand} move ${keyId} ${current ? selectorArguments(current) : '--plan <plan>'}`,
+      `${stopped}, and where the key is now could not be read (${causeOf(readError)}): run ${calls.context.keysCommand} list; if key ${keyId} is on no plan, ${calls.context.keysCommand} move ${keyId} ${current ? selectorArguments(current) : '--plan <plan>'}`,
       { cause: error },
     )
   }
@@ -220,7 +220,7 @@ export const undoMove = async (
   const { left } = await undo(calls, [
     {
       what: `put key ${keyId} back on ${plan.label}`,
-      left: `key ${keyId} is on no plan of stage ${calls.stage} and gets 401 (${calls.keysCommand} move ${keyId} ${selectorArguments(plan)} puts it back)`,
+      left: `key ${keyId} is on no plan of stage ${calls.context.stage} and gets 401 (${calls.context.keysCommand} move ${keyId} ${selectorArguments(plan)} puts it back)`,
       run: () =>
         calls.send(
           new CreateUsagePlanKeyCommand({

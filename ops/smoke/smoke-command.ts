@@ -1,15 +1,15 @@
 import { parseArgs } from 'node:util'
+import { maskingArguments } from '#keys/key-value-mask.ts'
 import { KeyAdminError } from '#ops/keys/key-admin-error.ts'
 import type { KeyAdmin } from '#ops/keys/key-admin-service.ts'
 import type { CommandIo } from '#ops/keys/keys-command.ts'
 import { didYouMean } from '#ops/keys/keys-command-call.ts'
 import {
-  DEPLOYED_STAGES,
   localServerOrigin,
   openStageTarget,
   type StageTarget,
-} from '#ops/stage/stage-target-resolver.ts'
-import { maskingArguments } from '#shared/auth/key-value-mask.ts'
+} from '#ops/keys/stage-target-resolver.ts'
+import { STAGE_NAMES, type StageName } from '#shared/config/stages-config.ts'
 import { runSmoke, type SmokeKeys, type SmokeOptions, TemporaryKeyError } from './smoke-runner.ts'
 
 /**
@@ -17,7 +17,8 @@ import { runSmoke, type SmokeKeys, type SmokeOptions, TemporaryKeyError } from '
  * check passed, 1 a check failed, the run was interrupted (or the stage could not be reached),
  * 2 a usage error.
  */
-const USAGE = `usage: npm run smoke -- [--stage staging|production [--region R]] [--base-url <url>] [--key <key>] [--allow-writes] [--json]
+
+const USAGE = `usage: npm run smoke -- [--stage ${STAGE_NAMES.join('|')} [--region R]] [--base-url <url>] [--key <key>] [--allow-writes] [--json]
   --stage S        a deployed stage: its BaseUrl (or --base-url, e.g. a custom domain) and a temporary
                    key made and revoked with the keys CLI (needs the operator's AWS credentials)
   --base-url URL   another server; with --key, that key is used as it is; without, the URL must be
@@ -34,7 +35,7 @@ const usageError = (io: SmokeIo, message: string) => {
 }
 
 /** The stage whose pet catalogue the smoke test never writes to. */
-const READ_ONLY_STAGE = 'production'
+const READ_ONLY_STAGE: StageName = 'production'
 
 /** The keys CLI for a server given by URL alone: the local server's, or a deployed stage's. */
 const keysCommandFor = (baseUrl: string | undefined): string => {
@@ -132,10 +133,10 @@ export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise
     return usageError(io, '--key needs --base-url or --stage')
   }
   const { stage } = values
-  if (stage !== undefined && !(DEPLOYED_STAGES as readonly string[]).includes(stage)) {
+  if (stage !== undefined && !(STAGE_NAMES as readonly string[]).includes(stage)) {
     return usageError(
       io,
-      `--stage ${stage} is no deployed stage (${DEPLOYED_STAGES.join(', ')}; without --stage, the local server)${didYouMean(stage, DEPLOYED_STAGES)}`,
+      `--stage ${stage} is no deployed stage (${STAGE_NAMES.join(', ')}; without --stage, the local server)${didYouMean(stage, STAGE_NAMES)}`,
     )
   }
   if (stage === READ_ONLY_STAGE && values['allow-writes']) {

@@ -134,8 +134,7 @@ const revokeTemporaryKey = (
   options: SmokeOptions,
   { check, raw, answers }: SmokeRecorder,
   keys: SmokeKeys,
-  id: string,
-  run: RunState,
+  { id, key }: { id: string; key: string | undefined },
 ) =>
   check('temporary key revoked', async () => {
     try {
@@ -151,8 +150,8 @@ const revokeTemporaryKey = (
     }
     options.onTemporaryKey?.(undefined)
     // A create cut off before the key's value came back: nothing to try the key with.
-    if (run.key === undefined) return `${id} deleted`
-    const response = await raw('/pets?limit=1', `Bearer ${run.key}`, true)
+    if (key === undefined) return `${id} deleted`
+    const response = await raw('/pets?limit=1', `Bearer ${key}`, true)
     const locked = lockoutOf(answers.at(-1)?.response)
     if (locked !== undefined) {
       await response.arrayBuffer()
@@ -263,7 +262,7 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
   } finally {
     const keys = options.keys
     if (run.temporaryId !== undefined && keys) {
-      await revokeTemporaryKey(options, recorder, keys, run.temporaryId, run)
+      await revokeTemporaryKey(options, recorder, keys, { id: run.temporaryId, key: run.key })
     }
   }
   const total = result.passed + result.failed

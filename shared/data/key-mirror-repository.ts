@@ -11,6 +11,8 @@ import type { AppLogger } from '#shared/observability/logger.ts'
 import { type KeyMirrorEntry, type KeyMirrorItem, KeyMirrorItemSchema } from './key-mirror-item.ts'
 import { KEY_MIRROR_TABLE } from './table-keys.ts'
 
+// The key mirror's repository: the authorizer's lookups and the key sync's writes.
+
 /** What a key item's partition key looks like: a SHA-256 in hex (hashApiKey). */
 const KEY_HASH = /^[0-9a-f]{64}$/
 

@@ -7,6 +7,8 @@ import {
   isTransientError,
 } from '@smithy/service-error-classification'
 
+// Which DynamoDB errors are an outage (503) and which a misconfiguration (500).
+
 type SdkError = Parameters<typeof isTransientError>[0]
 
 /**

@@ -17,6 +17,15 @@ export const jsonResponse = (
   body: stringifyJson(body),
 })
 
+/**
+ * An answer without a body (a delete's 204): no Content-Type, since there is nothing to type, and
+ * no body at all, which API Gateway and clients read as empty.
+ */
+export const emptyResponse = (
+  statusCode: 204,
+  headers: Record<string, string> = {},
+): HttpResponse => ({ statusCode, headers: { ...headers }, body: '' })
+
 /** The Error body of docs/api.md: `{code, message, status}` plus optional details and requestId. */
 export const errorBody = (error: HttpError, requestId?: string): ErrorBody => ({
   code: error.code,

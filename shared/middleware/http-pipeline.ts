@@ -1,9 +1,12 @@
 import middy from '@middy/core'
 import type { Context } from 'aws-lambda'
+import { type OperationId, routeOf } from '#shared/config/routes-config.ts'
 import { HttpError, retryAfterHeaders } from '#shared/errors/http-error.ts'
 import type { HttpResponse } from '#shared/http/http-response.ts'
 import type { ApiEvent, ApiMiddleware } from '#shared/http/http-types.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
+import { type Clock, systemClock } from '#shared/time/clock.ts'
+import { deprecationMiddleware } from './deprecation-middleware.ts'
 import { errorHandlerMiddleware } from './error-handler-middleware.ts'
 import { responseHeadersMiddleware } from './response-headers-middleware.ts'
 
@@ -40,5 +43,22 @@ export const httpPipeline = <TInput>(options: HttpPipelineOptions) => {
   pipeline.use(responseHeadersMiddleware(options.responseHeaders))
   if (options.rateLimit) pipeline.use(options.rateLimit)
   pipeline.use(errorHandlerMiddleware({ logger: options.logger }))
+  return pipeline
+}
+
+/**
+ * An operation's pipeline: the shared one, and what its route entry says of every answer. A
+ * route with `deprecation` (shared/config/routes-config.ts) marks each answer deprecated and
+ * answers 410 from its sunset: the entry is the one place that says so, never a handler.
+ */
+export const operationPipeline = <TInput>(
+  operationId: OperationId,
+  options: HttpPipelineOptions & { clock?: Clock },
+) => {
+  const pipeline = httpPipeline<TInput>(options)
+  const route = routeOf(operationId)
+  if ('deprecation' in route) {
+    pipeline.use(deprecationMiddleware(route.deprecation, options.clock ?? systemClock))
+  }
   return pipeline
 }

@@ -5,6 +5,7 @@ import type { ApiMiddleware } from '#shared/http/http-types.ts'
  * Headers that belong on every response, success or error (rate-limit, deprecation), are
  * collected in the request and merged last, whichever way the response was made.
  */
+
 interface HeaderBag {
   responseHeaders?: Record<string, string>
 }

@@ -5,6 +5,8 @@ import { validationFailed } from '#shared/errors/http-error.ts'
 import { getHeader } from '#shared/http/http-headers.ts'
 import type { ApiEvent, ApiMiddleware } from '#shared/http/http-types.ts'
 
+// The middleware that validates a request against its zod schemas.
+
 export interface RequestSchemas {
   body?: z.ZodMiniType
   query?: z.ZodMiniType

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
  * source. Frames of files without a map beside them (tsx in development, Node internals) stay
  * as they are.
  */
+
 const maps = new Map<string, SourceMap | null>()
 
 const mapOf = (file: string): SourceMap | null => {

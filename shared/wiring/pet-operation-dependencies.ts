@@ -10,7 +10,7 @@ import { DynamoRateLimiter } from '#shared/rate-limit/rate-limiter.ts'
 import type { Clock } from '#shared/time/clock.ts'
 import type { FunctionBase } from './function-dependencies.ts'
 
-/** What listPets, createPet and getPet all have: the HTTP pipeline's options and the pets. */
+/** What every pet operation has: the HTTP pipeline's options and the pets. */
 export interface PetOperationDependencies extends HttpPipelineOptions {
   pets: PetRepository
   clock: Clock

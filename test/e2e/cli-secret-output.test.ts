@@ -1,12 +1,9 @@
 import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CONTROL_SECRET_HEADER, CONTROL_SECRET_VARIABLE } from '#keys/local-control-config.ts'
 import { runKeysCommand } from '#ops/keys/keys-command.ts'
 import { runSmokeCommand } from '#ops/smoke/smoke-command.ts'
-import {
-  CONTROL_SECRET_HEADER,
-  CONTROL_SECRET_VARIABLE,
-} from '#shared/config/local-control-config.ts'
 import { type InProcessServer, startInProcessServer } from '#test/support/local-server.ts'
 
 /**

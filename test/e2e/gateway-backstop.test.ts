@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { usagePlanBackstop } from '#keys/usage-plan-backstop-config.ts'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
-import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
 import { SUSPENSION_MS } from '#shared/rate-limit/rate-limit-windows.ts'
 import {
   apiClient,

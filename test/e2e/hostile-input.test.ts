@@ -10,9 +10,8 @@ import { type InProcessServer, startInProcessServer } from '#test/support/local-
 import {
   declaredStatusesOf,
   type FuzzCase,
-  type FuzzContext,
   fuzzKindsOf,
-  OPERATION_FUZZ,
+  operationFuzzOf,
   reachableStatusesOf,
   routeForRequest,
 } from '#test/support/operation-fuzz.ts'
@@ -63,8 +62,6 @@ const openApi = JSON.parse(
 let server: InProcessServer
 let base: URL
 
-let context: FuzzContext
-
 beforeAll(async () => {
   vi.useFakeTimers({ toFake: ['Date'] })
   vi.setSystemTime(START)
@@ -77,17 +74,6 @@ beforeAll(async () => {
     { failedAuthLimit: Number.MAX_SAFE_INTEGER },
   )
   base = new URL(server.baseUrl)
-  const petIds: string[] = []
-  for (let index = 0; index < SEEDED_PETS; index += 1) {
-    const created = await send({
-      method: 'POST',
-      path: '/pets',
-      headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
-      body: `{"name":"seed ${index}","categoryId":1}`,
-    })
-    petIds.push(String((JSON.parse(created.text) as { id: number }).id))
-  }
-  context = { key: KEY, petIds }
   // Refused requests past the minute's limit suspend the key for 15 minutes.
   for (let sent = 0; sent < 200; sent += 1) {
     vi.setSystemTime(Date.now() + 400)
@@ -291,6 +277,24 @@ const sendCase = async (fuzzCase: FuzzCase, onAnswer: (status: number) => void):
   else for (const req of fuzzCase.requests) await check(req)
 }
 
+/**
+ * An operation's generators, on pets made for it alone and for this run alone: a delete removes
+ * none that another operation, or another run, reads.
+ */
+const fuzzOf = async (route: Route) => {
+  const petIds: string[] = []
+  for (let index = 0; index < SEEDED_PETS; index += 1) {
+    const created = await send({
+      method: 'POST',
+      path: '/pets',
+      headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
+      body: `{"name":"${route.operationId} ${index}","categoryId":1}`,
+    })
+    petIds.push(String((JSON.parse(created.text) as { id: number }).id))
+  }
+  return operationFuzzOf(route.operationId, { key: KEY, petIds })
+}
+
 const runOptions = (numRuns: number) => ({
   numRuns,
   ...(SEED !== undefined ? { seed: SEED } : {}),
@@ -304,10 +308,9 @@ describe('hostile input, generated', () => {
     const seen = new Map<number, number>()
     const anyCase = fc.oneof(
       { weight: 6, arbitrary: hostileRequest(KEY).map((req): FuzzCase => ({ requests: [req] })) },
-      ...ROUTES.map((route) => ({
-        weight: 1,
-        arbitrary: OPERATION_FUZZ[route.operationId](context).wellFormed,
-      })),
+      ...(await Promise.all(
+        ROUTES.map(async (route) => ({ weight: 1, arbitrary: (await fuzzOf(route)).wellFormed })),
+      )),
     )
     await fc.assert(
       fc.asyncProperty(anyCase, (fuzzCase) =>
@@ -329,12 +332,12 @@ describe('hostile input, generated', () => {
   })
 })
 
-describe("each operation's own requests (test/support/operation-fuzz.ts), generated", () => {
+describe("each operation's own requests (the `fuzz` its folder declares), generated", () => {
   it.each(ROUTES.map((route): [string, Route] => [route.operationId, route]))(
     '%s answers only the statuses its route declares, and every one a healthy server can',
     { timeout: 120_000 },
     async (operationId, route) => {
-      const kinds = fuzzKindsOf(OPERATION_FUZZ[route.operationId](context), {
+      const kinds = fuzzKindsOf(await fuzzOf(route), {
         key: KEY,
         spentKey: SPENT_KEY,
       })
@@ -355,7 +358,7 @@ describe("each operation's own requests (test/support/operation-fuzz.ts), genera
           .filter((status) => !seen.has(status))
           .map(
             (status) =>
-              `${operationId} never answered ${status} in ${runs} runs: add requests that get it to its entry in test/support/operation-fuzz.ts, or take it out of its route's errors if it cannot be answered`,
+              `${operationId} never answered ${status} in ${runs} runs: add requests that get it to the fuzz of functions/${route.functionName}/${route.functionName}-operation.ts, or take it out of its route's errors if it cannot be answered`,
           ),
       ).toEqual([])
       console.info(

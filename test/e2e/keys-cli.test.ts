@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CONTROL_SECRET_VARIABLE } from '#keys/local-control-config.ts'
 import { runKeysCommand } from '#ops/keys/keys-command.ts'
-import { CONTROL_SECRET_VARIABLE } from '#shared/config/local-control-config.ts'
 import { systemClock } from '#shared/time/clock.ts'
 import { heldTimers } from '#test/support/held-timers.ts'
 import { keysCommandOn } from '#test/support/keys-command-runner.ts'

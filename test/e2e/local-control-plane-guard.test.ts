@@ -3,7 +3,7 @@ import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CONTROL_SECRET_HEADER } from '#shared/config/local-control-config.ts'
+import { CONTROL_SECRET_HEADER } from '#keys/local-control-config.ts'
 import {
   type InProcessServer,
   runScriptToExit,

@@ -8,9 +8,9 @@ import {
   GetApiKeysCommand,
 } from '@aws-sdk/client-api-gateway'
 import { afterAll, describe, expect, it } from 'vitest'
+import { controlSecretCredentials } from '#keys/local-control-config.ts'
 import { parseControlPlaneFile } from '#local/control-plane/control-plane-store.ts'
 import { LocalConfigError } from '#local/local-config.ts'
-import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import {
   apiClient,
   type InProcessServer,

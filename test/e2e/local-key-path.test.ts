@@ -7,7 +7,7 @@ import {
   UpdateApiKeyCommand,
 } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { CONTROL_SECRET_HEADER } from '#shared/config/local-control-config.ts'
+import { CONTROL_SECRET_HEADER } from '#keys/local-control-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import {
   apiClient,

@@ -350,7 +350,7 @@ describe('authentication', () => {
 describe('unknown routes', () => {
   it.each([
     ['GET', '/store/orders'],
-    ['DELETE', '/pets/1'],
+    ['DELETE', '/pets'],
     ['PUT', '/pets'],
     ['GET', '/pets/1/owner'],
     ['GET', '/'],

@@ -2,15 +2,12 @@ import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { APIGatewayClient, GetApiKeysCommand } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CONTROL_SECRET_VARIABLE, controlSecretCredentials } from '#keys/local-control-config.ts'
 import { runKeysCommand } from '#ops/keys/keys-command.ts'
+import { openStageTarget } from '#ops/keys/stage-target-resolver.ts'
 import { runSmokeCommand, smokeKeys } from '#ops/smoke/smoke-command.ts'
 import { runSmoke } from '#ops/smoke/smoke-runner.ts'
-import { openStageTarget } from '#ops/stage/stage-target-resolver.ts'
 import { BEARER_CHALLENGE } from '#shared/auth/bearer-token.ts'
-import {
-  CONTROL_SECRET_VARIABLE,
-  controlSecretCredentials,
-} from '#shared/config/local-control-config.ts'
 import { ROUTES, writesOf } from '#shared/config/routes-config.ts'
 import {
   type InProcessServer,

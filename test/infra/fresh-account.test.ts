@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { STAGE_NAMES } from '#infra/config/stage-config.ts'
+import { STAGE_NAMES } from '#shared/config/stages-config.ts'
 import { appStage, type CfnResource, propsOf, resourcesOf } from './support/synth-app.ts'
 
 /**

@@ -1,5 +1,7 @@
 import type { Template } from 'aws-cdk-lib/assertions'
 import { describe, expect, it } from 'vitest'
+import { KEY_CHANGE_EVENT_NAMES } from '#keys/key-change-events-config.ts'
+import { MANAGEMENT_PERMISSIONS } from '#ops/keys/management-permissions-config.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import {
   appStage,
@@ -11,23 +13,17 @@ import {
 
 const STAGES = ['staging', 'production'] as const
 
-/** The API Gateway management calls that can change a key's validity or plan. */
-const KEY_CHANGE_EVENTS = [
-  'CreateApiKey',
-  'UpdateApiKey',
-  'DeleteApiKey',
-  'ImportApiKeys',
-  'CreateUsagePlan',
-  'UpdateUsagePlan',
-  'DeleteUsagePlan',
-  'CreateUsagePlanKey',
-  'DeleteUsagePlanKey',
-  'TagResource',
-  'UntagResource',
-]
-
 const rulesOf = (template: Template) =>
   resourcesOf(template, 'AWS::Events::Rule').map(([id, rule]) => ({ id, props: propsOf(rule) }))
+
+describe('the key-change events', () => {
+  it('include every change the keys CLI makes, so each of its changes starts a sync', () => {
+    const changes = Object.entries(MANAGEMENT_PERMISSIONS)
+      .filter(([, { verb }]) => verb !== 'GET')
+      .map(([command]) => command.replace(/Command$/, ''))
+    expect(changes.filter((name) => !KEY_CHANGE_EVENT_NAMES.includes(name))).toEqual([])
+  })
+})
 
 describe.each(STAGES)('%s key sync triggers', (stage) => {
   const template = appStage(stage).api
@@ -54,7 +50,7 @@ describe.each(STAGES)('%s key sync triggers', (stage) => {
       {
         source: ['aws.apigateway'],
         'detail-type': ['AWS API Call via CloudTrail'],
-        detail: { eventSource: ['apigateway.amazonaws.com'], eventName: KEY_CHANGE_EVENTS },
+        detail: { eventSource: ['apigateway.amazonaws.com'], eventName: KEY_CHANGE_EVENT_NAMES },
       },
     ])
   })

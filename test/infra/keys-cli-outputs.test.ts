@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { STAGE_NAMES } from '#infra/config/stage-config.ts'
 import { stageOutputsFrom } from '#ops/stage/stack-outputs-reader.ts'
+import { STAGE_NAMES } from '#shared/config/stages-config.ts'
 import { appStage } from './support/synth-app.ts'
 
 /**

@@ -6,7 +6,6 @@ import {
   enterpriseLimitsOf,
   logRetentionOf,
   readStageConfig,
-  STAGE_DEFAULTS,
   selectedStages,
   stageThrottleFloor,
   stageThrottleOf,
@@ -14,6 +13,7 @@ import {
 import { type ContextReader, stageContext } from '#infra/config/stage-context-reader.ts'
 import { usagePlanSpecs } from '#keys/usage-plans-config.ts'
 import { DEFAULT_ENTERPRISE_LIMITS } from '#shared/config/plans-config.ts'
+import { STAGES } from '#shared/config/stages-config.ts'
 
 const contextOf =
   (values: Record<string, unknown>): ContextReader =>
@@ -225,11 +225,11 @@ describe('stage settings, step by step', () => {
     )
 
   it('log retention: the stage default, or a retention CloudWatch Logs offers', () => {
-    expect(logRetentionOf(staging({}), STAGE_DEFAULTS.staging)).toBe(RetentionDays.TWO_WEEKS)
-    expect(logRetentionOf(staging({ logRetentionDays: 30 }), STAGE_DEFAULTS.staging)).toBe(
+    expect(logRetentionOf(staging({}), STAGES.staging)).toBe(RetentionDays.TWO_WEEKS)
+    expect(logRetentionOf(staging({ logRetentionDays: 30 }), STAGES.staging)).toBe(
       RetentionDays.ONE_MONTH,
     )
-    expect(() => logRetentionOf(staging({ logRetentionDays: 13 }), STAGE_DEFAULTS.staging)).toThrow(
+    expect(() => logRetentionOf(staging({ logRetentionDays: 13 }), STAGES.staging)).toThrow(
       /logRetentionDays=13: expected a CloudWatch Logs retention \(1, 3, 5, 7, 14/,
     )
   })
@@ -259,7 +259,7 @@ describe('stage settings, step by step', () => {
     const enterprise = { perMinute: 60_000, perDay: 10_000_000 }
 
     // Act
-    const throttle = stageThrottleOf(staging({}), STAGE_DEFAULTS.staging, enterprise)
+    const throttle = stageThrottleOf(staging({}), STAGES.staging, enterprise)
 
     // Assess
     expect(throttle).toEqual({ throttleRateLimit: 2_000, throttleBurstLimit: 2_000 })

@@ -4,13 +4,13 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CONTROL_SECRET_HEADER } from '#keys/local-control-config.ts'
+import { INT32_MAX } from '#keys/usage-plan-numbers-config.ts'
 import { createControlPlaneHandler } from '#local/control-plane/control-plane-handler.ts'
 import {
   ControlPlaneStore,
   parseControlPlaneFile,
 } from '#local/control-plane/control-plane-store.ts'
-import { CONTROL_SECRET_HEADER } from '#shared/config/local-control-config.ts'
-import { INT32_MAX } from '#shared/config/usage-plan-numbers-config.ts'
 
 /**
  * A plan API Gateway would refuse is refused here too (400 with the Error body), and nothing the

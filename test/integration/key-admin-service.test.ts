@@ -17,6 +17,7 @@ import { ApiGatewayKeySource, InconsistentKeyReadError } from '#keys/api-gateway
 import { TokenBucketPacer } from '#keys/call-pacer.ts'
 import { type KeySyncResult, NOTHING_DONE } from '#keys/key-sync-contract.ts'
 import { DISABLE_AFTER_TAG } from '#keys/key-verdicts.ts'
+import { controlSecretCredentials } from '#keys/local-control-config.ts'
 import {
   bootstrapControlPlane,
   localOutputs,
@@ -37,7 +38,6 @@ import {
   SyncFailure,
 } from '#ops/keys/stage-sync-client.ts'
 import { stageOutputsFrom } from '#ops/stage/stack-outputs-reader.ts'
-import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { DEFAULT_ENTERPRISE_LIMITS, PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { ROOT } from '#test/support/local-server.ts'

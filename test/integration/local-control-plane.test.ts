@@ -22,12 +22,12 @@ import {
 } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
+import { controlSecretCredentials } from '#keys/local-control-config.ts'
 import {
   createControlPlaneHandler,
   MANAGEMENT_API_PATH,
 } from '#local/control-plane/control-plane-handler.ts'
 import { ControlPlaneStore, LOCAL_API_STAGE } from '#local/control-plane/control-plane-store.ts'
-import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 import { PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 

@@ -28,7 +28,7 @@ import { outcomesOf } from '#test/support/operation-requests.ts'
 
 /**
  * IAM as the route table grants it, checked where the local server cannot: each route's Lambda
- * entry runs its sample requests, one or more per outcome (test/support/operation-requests.ts), against DynamoDB through a proxy
+ * entry runs its sample requests, one or more per outcome (the outcomes its folder declares), against DynamoDB through a proxy
  * that lets through only the actions its route's table access levels grant, on its own tables
  * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html:
  * a call without the action on the table's ARN, or the index's for a Query of an index, is
@@ -167,36 +167,55 @@ const unusedOf = (route: Route, calls: Call[]): string[] =>
         )
         .map(
           (action) =>
-            `${route.operationId}'s level ${access} on ${table} grants ${action}, which its requests never used: choose a narrower level for ${route.operationId} tables.${table} (or none) in shared/config/routes-config.ts (or add the outcome that uses it to test/support/operation-requests.ts)`,
+            `${route.operationId}'s level ${access} on ${table} grants ${action}, which its requests never used: choose a narrower level for ${route.operationId} tables.${table} (or none) in shared/config/routes-config.ts (or add the outcome that uses it to the outcomes of functions/${route.functionName}/${route.functionName}-operation.ts)`,
         ),
     ),
   )
 
+/**
+ * What is wrong with an answer's deprecation marks: the route entry alone says an operation is
+ * deprecated (operationPipeline adds the marks from it), so an answer marked without one is a
+ * handler built on another operation's pipeline.
+ */
+const deprecationMarkOf = (route: Route, answer: APIGatewayProxyResult): string | undefined => {
+  const marked = Object.keys(answer.headers ?? {}).some(
+    (name) => name.toLowerCase() === 'deprecation',
+  )
+  if (marked === 'deprecation' in route) return undefined
+  return marked
+    ? `${route.operationId} answered with a Deprecation header, but its route entry has no \`deprecation\`: build its handler on operationPipeline('${route.operationId}', …) (shared/middleware/http-pipeline.ts), not another operation's, and add no deprecation middleware of its own`
+    : `${route.operationId}'s route entry has a \`deprecation\`, but its answer has no Deprecation header: build its handler on operationPipeline('${route.operationId}', …) (shared/middleware/http-pipeline.ts)`
+}
+
 describe('table access of each route, enforced as IAM would', () => {
   // In route-table order: later operations read what createPet made.
   it.each(ROUTES.map((route) => [route.operationId, route] as const))(
-    '%s: the requests of each outcome get its status, need no DynamoDB action its route does not grant, and use every one it does',
+    '%s: the requests of each outcome get its status and the deprecation marks its route says, need no DynamoDB action its route does not grant, and use every one it does',
     async (_operationId, route) => {
       const proxy = await startIamProxy(route)
       try {
         const handler = await loadEntry(route, proxy.endpoint)
         const statuses: number[] = []
         const missed: string[] = []
+        const marks = new Set<string | undefined>()
         for (const [status, outcome] of outcomesOf(route.operationId)) {
           if (!('requests' in outcome)) continue
           for (const request of outcome.requests) {
             const event = restEvent({ method: route.method, resource: route.path, ...request })
-            statuses.push((await handler(event, lambdaContext(route.operationId))).statusCode)
+            const answer = await handler(event, lambdaContext(route.operationId))
+            statuses.push(answer.statusCode)
+            marks.add(deprecationMarkOf(route, answer))
           }
           if (statuses.at(-1) !== status) {
             missed.push(
-              `${route.operationId}'s sample for ${status} (test/support/operation-requests.ts) got ${statuses.at(-1)}`,
+              `${route.operationId}'s sample for ${status} (outcomes of functions/${route.functionName}/${route.functionName}-operation.ts) got ${statuses.at(-1)}`,
             )
           }
         }
         expect(proxy.denied()).toEqual([])
         expect(statuses.filter((status) => status >= 500)).toEqual([])
         expect(missed).toEqual([])
+        expect([...marks].filter((mark) => mark !== undefined)).toEqual([])
         expect(proxy.calls.length).toBeGreaterThan(0)
         // dynalite makes createPet read a refused claim back (OLD_ITEM_READS); DynamoDB does not.
         if (OLD_ITEM_READS > 0) expect(unusedOf(route, proxy.calls)).toEqual([])

@@ -13,15 +13,12 @@ import { keySyncDependencies } from '#functions/key-sync/key-sync-dependencies.t
 import { keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
 import { ApiGatewayKeySource, type KeySourceSnapshot } from '#keys/api-gateway-key-source.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
+import { CONTROL_SECRET_VARIABLE, controlSecretCredentials } from '#keys/local-control-config.ts'
 import { runKeysCommand } from '#ops/keys/keys-command.ts'
 import { CLI_SYNC_EVENT, type MirrorView, type StageSync } from '#ops/keys/stage-sync-client.ts'
+import { openDeployedStage, type StageTarget } from '#ops/keys/stage-target-resolver.ts'
 import { smokeKeys } from '#ops/smoke/smoke-command.ts'
 import { stageOutputsFrom } from '#ops/stage/stack-outputs-reader.ts'
-import { openDeployedStage, type StageTarget } from '#ops/stage/stage-target-resolver.ts'
-import {
-  CONTROL_SECRET_VARIABLE,
-  controlSecretCredentials,
-} from '#shared/config/local-control-config.ts'
 import { PLAN_DISPLAY_NAMES, PLAN_NAMES, type PlanName } from '#shared/config/plans-config.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
@@ -319,9 +316,7 @@ class InProcessSync implements StageSync {
 
 const openMoto = (): Promise<StageTarget> =>
   openDeployedStage(
-    STAGE,
-    'us-east-1',
-    () => undefined,
+    { stage: STAGE, region: 'us-east-1', warn: () => undefined },
     ({ mirror }) => new InProcessSync(deployedKeySync().handler, mirror),
   )
 

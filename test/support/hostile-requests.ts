@@ -1,22 +1,15 @@
 import fc from 'fast-check'
+import type { HostileRequest } from '#shared/config/operation-facts-config.ts'
+
+export type { HostileRequest }
 
 /**
  * Hostile requests of any shape, aimed at no operation in particular (test/e2e/hostile-input.test.ts):
  * malformed and deeply nested JSON, huge strings, wrong types, prototype keys, control and non-BMP
  * characters, int64 edges, odd query strings, oversized headers and bodies, wrong methods and
  * paths, odd Authorization values. Each operation's own requests, well-formed and malformed, are
- * in test/support/operation-fuzz.ts, which builds on the pieces exported here.
+ * declared in its folder (test/support/operation-fuzz.ts), and build on the pieces exported here.
  */
-export interface HostileRequest {
-  method: string
-  /** Below /v1, with its query string. */
-  path: string
-  headers: Record<string, string>
-  body?: string
-  /** false: no Host header at all (node:http adds one otherwise). */
-  setHost?: boolean
-}
-
 export const INT64_EDGES = [
   '0',
   '-0',

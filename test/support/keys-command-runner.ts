@@ -1,5 +1,5 @@
+import { CONTROL_SECRET_VARIABLE } from '#keys/local-control-config.ts'
 import { runKeysCommand } from '#ops/keys/keys-command.ts'
-import { CONTROL_SECRET_VARIABLE } from '#shared/config/local-control-config.ts'
 
 export interface KeysCommandResult {
   code: number

@@ -2,10 +2,10 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
+import { controlSecretCredentials } from '#keys/local-control-config.ts'
 import type { LocalKeys } from '#local/control-plane/control-plane-bootstrap.ts'
 import type { StartLocalOptions } from '#local/local-server.ts'
 import { assertKeepsContract } from '#openapi/contract-validator.ts'
-import { controlSecretCredentials } from '#shared/config/local-control-config.ts'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
+import { ROUTES } from '#shared/config/routes-config.ts'
 
 /**
  * docs/api.md explains every operation of the published contract (openapi/openapi.json) and no
@@ -10,17 +11,22 @@ import { describe, expect, it } from 'vitest'
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')
 const apiDoc = read('docs/api.md')
 const openApi = JSON.parse(read('openapi/openapi.json')) as {
-  paths: Record<string, Record<string, { operationId: string }>>
+  paths: Record<string, Record<string, { operationId: string; deprecated?: boolean }>>
 }
 const documented = Object.values(openApi.paths)
   .flatMap((methods) => Object.values(methods).map((operation) => operation.operationId))
   .sort()
 
-const sections = [...apiDoc.matchAll(/^## .*: `([A-Za-z]+)`$/gm)].map((match) => match[1] as string)
+const sectionHeadings = [...apiDoc.matchAll(/^## (.*): `([A-Za-z]+)`$/gm)].map((match) => ({
+  title: match[1] as string,
+  operationId: match[2] as string,
+}))
+const sections = sectionHeadings.map(({ operationId }) => operationId)
 const operationsTable = (apiDoc.split(/^## Operations$/m)[1] ?? '').split(/^## /m)[0] ?? ''
-const tableRows = [...operationsTable.matchAll(/^\| ([A-Za-z]+)(?: \([^)]*\))? \|/gm)]
-  .map((match) => match[1] as string)
-  .filter((name) => name !== 'operation')
+const tableEntries = [...operationsTable.matchAll(/^\| ([A-Za-z]+)( \([^)]*\))? \|/gm)]
+  .map((match) => ({ operationId: match[1] as string, note: match[2] ?? '' }))
+  .filter(({ operationId }) => operationId !== 'operation')
+const tableRows = tableEntries.map(({ operationId }) => operationId)
 
 const difference = (what: string, actual: string[]) => {
   const missing = documented.filter((id) => !actual.includes(id))
@@ -41,5 +47,34 @@ describe('docs/api.md', () => {
   it('lists every operation of the OpenAPI document in its Operations table, and no other', () => {
     expect(difference('an Operations table row', tableRows)).toEqual([])
     expect(tableRows).toHaveLength(documented.length)
+  })
+
+  it('says "(deprecated)" in the section heading and the table row of exactly the deprecated operations', () => {
+    const deprecated = ROUTES.filter((route) => 'deprecation' in route).map((r) => r.operationId)
+    const inOpenApi = Object.values(openApi.paths)
+      .flatMap((methods) => Object.values(methods))
+      .filter((operation) => operation.deprecated)
+      .map((operation) => operation.operationId)
+    expect(inOpenApi.sort()).toEqual([...deprecated].sort())
+    const said = [
+      ...sectionHeadings.map(({ title, operationId }) => ({
+        where: 'section heading',
+        operationId,
+        marked: title.includes('(deprecated)'),
+      })),
+      ...tableEntries.map(({ operationId, note }) => ({
+        where: 'Operations table row',
+        operationId,
+        marked: note.includes('deprecated'),
+      })),
+    ]
+    const wrong = said
+      .filter(({ operationId, marked }) => marked !== deprecated.includes(operationId as never))
+      .map(({ where, operationId, marked }) =>
+        marked
+          ? `docs/api.md's ${where} for ${operationId} says it is deprecated, but its route entry has no \`deprecation\`: take "(deprecated)" out, or give the route a \`deprecation\` in shared/config/routes-config.ts`
+          : `${operationId}'s route entry has a \`deprecation\`, but docs/api.md's ${where} for it does not say "(deprecated)": add it (or take the \`deprecation\` out of shared/config/routes-config.ts)`,
+      )
+    expect(wrong).toEqual([])
   })
 })

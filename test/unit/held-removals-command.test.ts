@@ -1,10 +1,10 @@
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
 import { mockClient } from 'aws-sdk-client-mock'
 import { describe, expect, it } from 'vitest'
+import type { KeySyncState } from '#keys/key-sync-state-repository.ts'
 import { runKeysCommand } from '#ops/keys/keys-command.ts'
 import { AwsStageSync } from '#ops/keys/stage-sync-client.ts'
-import type { StageTarget } from '#ops/stage/stage-target-resolver.ts'
-import type { KeySyncState } from '#shared/data/key-sync-state-repository.ts'
+import type { StageTarget } from '#ops/keys/stage-target-resolver.ts'
 
 /**
  * `keys held` and `keys confirm` against a deployed stage (the key-sync function and its state

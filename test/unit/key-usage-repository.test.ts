@@ -2,11 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { BatchGetCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb'
 import { mockClient } from 'aws-sdk-client-mock'
 import { afterEach, describe, expect, it } from 'vitest'
-import {
-  daysBetween,
-  daysOfMonth,
-  KeyUsageRepository,
-} from '#shared/rate-limit/key-usage-repository.ts'
+import { daysBetween, daysOfMonth, KeyUsageRepository } from '#keys/key-usage-repository.ts'
 
 /**
  * The usage reads' edges that a local server cannot produce: more keys than one BatchGetItem

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { keyValuesIn, maskingArguments } from '#keys/key-value-mask.ts'
 import { runKeysCommand, type TargetOpener } from '#ops/keys/keys-command.ts'
-import { localServerOrigin, openStageTarget } from '#ops/stage/stage-target-resolver.ts'
-import { keyValuesIn, maskingArguments } from '#shared/auth/key-value-mask.ts'
+import { localServerOrigin, openStageTarget } from '#ops/keys/stage-target-resolver.ts'
 
 /**
  * What the keys CLI can tell from its command line alone is reported before it opens a stage

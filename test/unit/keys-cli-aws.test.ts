@@ -4,15 +4,14 @@ import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda'
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb'
 import { mockClient } from 'aws-sdk-client-mock'
 import { describe, expect, it } from 'vitest'
-import { STAGE_NAMES } from '#infra/config/stage-config.ts'
 import { parseDuration } from '#ops/keys/keys-change-commands.ts'
 import {
   AwsStageSync,
   CLI_SYNC_EVENT,
   isRetryableSyncFailure,
 } from '#ops/keys/stage-sync-client.ts'
+import { localOrigin, openStageTarget } from '#ops/keys/stage-target-resolver.ts'
 import { readStackOutputs } from '#ops/stage/stack-outputs-reader.ts'
-import { DEPLOYED_STAGES, localOrigin, openStageTarget } from '#ops/stage/stage-target-resolver.ts'
 import { stackName } from '#shared/config/stack-names-config.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
@@ -133,8 +132,7 @@ describe('a deployed stage, found by its stack outputs', () => {
     )
   })
 
-  it('knows exactly the stages the CDK app deploys, and refuses others before any call', async () => {
-    expect([...DEPLOYED_STAGES]).toEqual([...STAGE_NAMES])
+  it('refuses a stage the CDK app does not deploy before any call', async () => {
     await expect(
       openStageTarget({ stage: 'prod', env: {}, warn: () => undefined }),
     ).rejects.toThrow('--stage must be one of staging, production')

@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import ts from 'typescript'
 import { describe, expect, it } from 'vitest'
+import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
+import { ROUTES } from '#shared/config/routes-config.ts'
 import { REPO_ROOT, roomsImported, roomsOnDisk, sourceFiles } from '#test/support/source-files.ts'
 
 /**
@@ -24,6 +27,9 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
 }
 
 const files = sourceFiles()
+
+/** The keys wing: what the key sync, the keys CLI and the local control plane are made of. */
+const KEYS_WING = ['keys/', 'ops/keys/', 'local/control-plane/', 'functions/key-sync/']
 
 /** The rooms table of docs/layout.md: room, what it holds, the rooms it may import. */
 const layoutTable = (): Record<string, string[]> => {
@@ -53,15 +59,13 @@ describe('the layout', () => {
     expect(layoutTable()).toEqual(sorted)
   })
 
-  it('keeps the folders of shared/ free of loops: no folder imports one that imports it back', () => {
+  it('has no folder loop anywhere: no folder imports one that imports it back', () => {
     const edges = new Map<string, Set<string>>()
-    for (const file of files.filter(({ room }) => room === 'shared')) {
-      const from = file.path.split('/')[1] as string
+    for (const file of files) {
+      const from = dirname(file.path)
       for (const { target } of roomsImported(file)) {
-        const [room, to] = target.split('/')
-        if (room === 'shared' && to !== undefined && to !== from && !to.endsWith('.ts')) {
-          edges.set(from, (edges.get(from) ?? new Set()).add(to))
-        }
+        const to = dirname(target)
+        if (to !== from) edges.set(from, (edges.get(from) ?? new Set()).add(to))
       }
     }
     const loops: string[] = []
@@ -73,6 +77,60 @@ describe('the layout', () => {
     }
     for (const folder of edges.keys()) walk([folder])
     expect(loops).toEqual([])
+  })
+
+  it('holds shared/ to what the API’s Lambdas load; the rest of the keys wing lives in keys/', () => {
+    const byPath = new Map(files.map((file) => [file.path, file]))
+    const loaded = new Set<string>()
+    const visit = (path: string) => {
+      const file = byPath.get(path)
+      if (loaded.has(path) || !file) return
+      loaded.add(path)
+      for (const { target } of roomsImported(file)) visit(target)
+    }
+    for (const entry of [...ROUTES.map(functionEntry), AUTHORIZER_ENTRY]) visit(entry)
+    const importers = (path: string) =>
+      files.filter((file) => roomsImported(file).some(({ target }) => target === path))
+    const misplaced = files
+      .filter(({ room, path }) => room === 'shared' && !loaded.has(path))
+      .filter(
+        ({ path }) =>
+          // A config table no Lambda loads stays when the CDK, the local server or a tool outside
+          // the keys wing reads it too.
+          !path.endsWith('-config.ts') ||
+          importers(path).every((file) => KEYS_WING.some((wing) => file.path.startsWith(wing))),
+      )
+      .map(
+        ({ path }) =>
+          `${path}: no Lambda of the API loads it; move it to keys/ (or to the one tool that uses it)`,
+      )
+    expect(misplaced).toEqual([])
+  })
+
+  it('opens each file with a comment that says what it is', () => {
+    const exported = (node: ts.Node) =>
+      ts.canHaveModifiers(node) &&
+      (ts.getModifiers(node) ?? []).some(({ kind }) => kind === ts.SyntaxKind.ExportKeyword)
+    const unsaid = files
+      .filter(({ room, path }) => room !== 'test' && !path.endsWith('openapi-types.ts'))
+      .flatMap(({ path, ast }) => {
+        const text = ast.getFullText()
+        for (const [index, statement] of ast.statements.entries()) {
+          const [first] = ts.getLeadingCommentRanges(text, statement.getFullStart()) ?? []
+          if (!first) continue
+          // A file note: above everything, a plain comment, or one set apart by a blank line; a
+          // doc comment on the first export says what the file offers. One on a private helper
+          // describes the helper, not the file.
+          const note =
+            index === 0 ||
+            !text.startsWith('/**', first.pos) ||
+            /\n\s*\n/.test(text.slice(first.end, statement.getStart())) ||
+            exported(statement)
+          return note ? [] : [`${path}: its first comment describes a private declaration`]
+        }
+        return [`${path}: no comment says what it is`]
+      })
+    expect(unsaid).toEqual([])
   })
 
   it('keeps every import within what its room may import', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
+import { usagePlanBackstop } from '#keys/usage-plan-backstop-config.ts'
 import { UsagePlanThrottle } from '#local/gateway/usage-plan-throttle.ts'
 import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
-import { usagePlanBackstop } from '#shared/config/usage-plan-backstop-config.ts'
 import { SUSPENSION_MS } from '#shared/rate-limit/rate-limit-windows.ts'
 
 const FREE = PLAN_LIMITS.free

@@ -2,6 +2,8 @@ import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation'
 import { LambdaClient } from '@aws-sdk/client-lambda'
 import { TokenBucketPacer } from '#keys/call-pacer.ts'
+import { KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
+import { localControlAccess, MANAGEMENT_API_PATH } from '#keys/local-control-config.ts'
 import type { HeldRemovals } from '#ops/keys/held-removals-command.ts'
 import { KeyAdminError } from '#ops/keys/key-admin-error.ts'
 import { CLI_CALL_RATE, KeyAdmin } from '#ops/keys/key-admin-service.ts'
@@ -12,11 +14,14 @@ import {
   unavailableKeyUsage,
 } from '#ops/keys/key-usage-client.ts'
 import { AwsStageSync, LocalStageSync, type StageSync } from '#ops/keys/stage-sync-client.ts'
-import { localControlAccess, MANAGEMENT_API_PATH } from '#shared/config/local-control-config.ts'
+import {
+  readStackOutputs,
+  type StageOutputs,
+  stageOutputsFrom,
+} from '#ops/stage/stack-outputs-reader.ts'
+import { isStageName, STAGE_NAMES } from '#shared/config/stages-config.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import { KeySyncStateRepository } from '#shared/data/key-sync-state-repository.ts'
-import { readStackOutputs, type StageOutputs, stageOutputsFrom } from './stack-outputs-reader.ts'
 
 /**
  * Where a keys command goes: the local server's control plane by default, or a deployed stage
@@ -47,9 +52,6 @@ export interface TargetChoice {
   signal?: AbortSignal | undefined
 }
 
-/** The deployed stages (infra/config/stage-config.ts, which loads aws-cdk-lib: not imported here). */
-export const DEPLOYED_STAGES = ['staging', 'production'] as const
-
 /** The local server `npm start` would listen on, reached over loopback. */
 export const localOrigin = (env: NodeJS.ProcessEnv): string => {
   const host = env.HOST?.trim()
@@ -58,10 +60,8 @@ export const localOrigin = (env: NodeJS.ProcessEnv): string => {
 }
 
 const openLocal = async (
+  { warn, signal, env }: TargetChoice,
   origin: string,
-  warn: (message: string) => void,
-  signal: AbortSignal | undefined,
-  env: NodeJS.ProcessEnv,
   keysCommand: string,
 ): Promise<StageTarget> => {
   let record: Record<string, string>
@@ -127,11 +127,8 @@ const invokeKeySyncFunction: DeployedSyncFactory = ({ outputs, lambda, mirror, s
  * sync: the moto pass (test/moto) runs the same handler in-process, as moto runs no Lambda code.
  */
 export const openDeployedStage = async (
-  stage: string,
-  region: string | undefined,
-  warn: (message: string) => void,
+  { stage, region, warn, signal }: Omit<TargetChoice, 'url' | 'env'> & { stage: string },
   syncWith: DeployedSyncFactory = invokeKeySyncFunction,
-  signal?: AbortSignal,
 ): Promise<StageTarget> => {
   const keysCommand = `npm run keys -- --stage ${stage}${region ? ` --region ${region}` : ''}`
   const config = region ? { region } : {}
@@ -218,10 +215,10 @@ export const openStageTarget = async ({
   if (stage === undefined) {
     const origin = url === undefined ? localOrigin(env) : localServerOrigin(url)
     const keysCommand = url === undefined ? 'npm run keys --' : `npm run keys -- --url ${origin}`
-    return openLocal(origin, warn, signal, env, keysCommand)
+    return openLocal({ env, warn, signal }, origin, keysCommand)
   }
-  if (!(DEPLOYED_STAGES as readonly string[]).includes(stage)) {
-    throw new KeyAdminError(`--stage must be one of ${DEPLOYED_STAGES.join(', ')}`)
+  if (!isStageName(stage)) {
+    throw new KeyAdminError(`--stage must be one of ${STAGE_NAMES.join(', ')}`)
   }
-  return openDeployedStage(stage, region, warn, invokeKeySyncFunction, signal)
+  return openDeployedStage({ stage, region, warn, signal })
 }

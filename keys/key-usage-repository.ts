@@ -6,8 +6,7 @@ import {
 } from '@aws-sdk/lib-dynamodb'
 import { RATE_LIMIT_TABLE } from '#shared/data/table-keys.ts'
 import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
-import { type Clock, systemClock } from '#shared/time/clock.ts'
-import { DAY_MS, MINUTE_MS, utcWindowsAt } from './rate-limit-windows.ts'
+import { DAY_MS, MINUTE_MS, utcWindowsAt } from '#shared/rate-limit/rate-limit-windows.ts'
 import {
   ATTRIBUTES,
   dayItemKey,
@@ -15,7 +14,8 @@ import {
   numberOf,
   rejectedAttribute,
   USAGE_RETENTION_DAYS,
-} from './rate-limiter.ts'
+} from '#shared/rate-limit/rate-limiter.ts'
+import { type Clock, systemClock } from '#shared/time/clock.ts'
 
 /**
  * What support and billing read of the rate limiter (docs/rate-limits-and-keys.md, "Usage"): the

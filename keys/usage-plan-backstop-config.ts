@@ -1,4 +1,4 @@
-import type { PlanLimits } from './plans-config.ts'
+import type { PlanLimits } from '#shared/config/plans-config.ts'
 
 /**
  * The API Gateway usage plan behind each plan: a backstop for when the functions' exact limiter

@@ -5,8 +5,8 @@ import {
   NumberValue,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb'
+import { KEY_MIRROR_TABLE } from '#shared/data/table-keys.ts'
 import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
-import { KEY_MIRROR_TABLE } from './table-keys.ts'
 
 /** A mass removal the guard withholds until later runs agree (see removal-guard.ts). */
 export interface HeldRemoval {

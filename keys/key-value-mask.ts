@@ -1,4 +1,4 @@
-import { isWellFormedApiKey } from './bearer-token.ts'
+import { isWellFormedApiKey } from '#shared/auth/bearer-token.ts'
 
 /**
  * What a message shows in place of text that could be an API key value: any text of a key's
