@@ -1,3 +1,4 @@
+// The value of every API key this project makes: its plan, then random letters and digits.
 import { randomBytes } from 'node:crypto'
 import type { PlanName } from '#shared/config/plans-config.ts'
 

@@ -9,6 +9,7 @@ import { startBanner } from './start-banner.ts'
  * prints the banner and stops cleanly on SIGINT/SIGTERM. Exit codes: 2 for a malformed
  * variable, control-plane file or key file, 1 for a port that cannot be bound or any other start-up failure.
  */
+
 /**
  * `npm start -- --bundles [DIR]`: the functions as `cdk deploy` ships them, from the cloud assembly
  * in DIR (default cdk.out, written by `npm run synth`); the same as PETSTORE_BUNDLES=DIR.
