@@ -1,13 +1,15 @@
 import type { Clock } from '#shared/time/clock.ts'
 
 /**
- * Brute force and floods without a key, locally: an address whose failed authentications in one
- * minute exceed the limit is refused (429 `too_many_failed_auths`, Retry-After until its minute
- * ends) whatever fails to authenticate from it; a request with a valid key from the same address
- * is still served (the gateway asks the authorizer first), so a neighbour behind the same NAT or
- * proxy, or an `<img>` tag on a web page, cannot lock a customer out. 429, not a slower 401: a
- * delay would hold a connection per guess. On AWS the WAF's keyless rule plays this part for
- * requests without a well-formed key (docs/operations.md, "Edge rules").
+ * Brute force and floods, locally: an address whose failed authentications in one minute exceed
+ * the limit is refused (429 `too_many_failed_auths`, Retry-After until its minute ends). The
+ * gateway keeps two of these, as the WAF counts them apart on AWS (docs/operations.md, "Edge
+ * rules"): requests without a well-formed key, refused at once past the limit, and wrong keys,
+ * past which the address is answered from the authorizer cache alone (a key proven within the
+ * TTL works, a new value costs no authorizer run or key-mirror read). So a keyless flood (an
+ * `<img>` tag on a web page, a neighbour behind the same NAT) never refuses a customer's key,
+ * and preflights are never counted at all. 429, not a slower 401: a delay would hold a connection
+ * per guess.
  */
 export const FAILED_AUTH_LIMIT = 30
 export const FAILED_AUTH_WINDOW_MS = 60_000

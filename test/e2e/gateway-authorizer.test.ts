@@ -185,3 +185,54 @@ describe('the local gateway in front of the authorizer', () => {
     }
   })
 })
+
+describe('an address refused per address', () => {
+  it('costs no authorizer run once refused for wrong keys, and still serves a key proven within the TTL', async () => {
+    const limited = await serve({ failedAuthLimit: 3, corsAllowOrigin: '*' })
+    try {
+      const good = apiClient(limited.baseUrl, GOOD, STUB_CLIENT)
+      expect((await good.get('/pets')).status).toBe(200)
+      const guess = (n: number) =>
+        apiClient(limited.baseUrl, `guess-${n}-0123456789abcdef`, STUB_CLIENT).get('/pets')
+      for (let n = 0; n < 4; n += 1) expect((await guess(n)).status).toBe(401)
+      expect(calls.authorizer).toBe(5)
+      // Refused: a thousand more guesses run the authorizer (and read the key mirror) zero times.
+      for (let n = 4; n < 1_004; n += 1) {
+        const refused = await guess(n)
+        expect(refused.status).toBe(429)
+        expect(refused.json).toMatchObject({ code: 'too_many_failed_auths' })
+      }
+      expect(calls.authorizer).toBe(5)
+      // The key it already proved is answered from the cache; a preflight is never refused.
+      expect((await good.get('/pets')).status).toBe(200)
+      const preflight = await fetch(`${limited.baseUrl}/pets`, {
+        method: 'OPTIONS',
+        headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'GET' },
+      })
+      expect(preflight.status).toBe(204)
+      expect(calls.authorizer).toBe(5)
+    } finally {
+      await close(limited.server)
+    }
+  })
+
+  it('counts keyless requests apart: a keyless flood never refuses a key or a preflight', async () => {
+    const limited = await serve({ failedAuthLimit: 3, corsAllowOrigin: '*' })
+    try {
+      const keyless = apiClient(limited.baseUrl, undefined, STUB_CLIENT)
+      const statuses: number[] = []
+      for (let i = 0; i < 10; i += 1) statuses.push((await keyless.get('/pets')).status)
+      expect(statuses).toEqual([401, 401, 401, 401, 429, 429, 429, 429, 429, 429])
+      const preflight = await fetch(`${limited.baseUrl}/pets`, {
+        method: 'OPTIONS',
+        headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'GET' },
+      })
+      expect(preflight.status).toBe(204)
+      // A key first seen now, from the flooding address: asked, and served.
+      expect((await apiClient(limited.baseUrl, GOOD, STUB_CLIENT).get('/pets')).status).toBe(200)
+      expect(calls.authorizer).toBe(1)
+    } finally {
+      await close(limited.server)
+    }
+  })
+})
