@@ -207,5 +207,39 @@ if (!installed) {
       expect(throttled?.body.code).toBe('rate_limited')
       expect(throttled?.headers['retry-after']).toMatch(/^\d+$/)
     })
+
+    it('keeps a page of another origin working with its key while its own address floods without one', async () => {
+      await page.goto(appOrigin)
+      // The page and the flood share 127.0.0.1, as a customer's browser and a neighbour share a
+      // NAT: keyless requests from it are refused past the limit (30 a minute locally).
+      const flood = (count: number) =>
+        Promise.all(
+          Array.from({ length: count }, () =>
+            fetch(`${server.baseUrl}/pets`).then((response) => response.status),
+          ),
+        )
+      expect(await flood(40)).toContain(429)
+      const key = server.keys.created.find((entry) => entry.plan === 'enterprise')?.key as string
+      // A key the gateway has not seen yet, preflighted (JSON and Authorization), during more flood.
+      const [created, during] = await Promise.all([
+        fetchFromApp(`${server.baseUrl}/pets`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ name: 'Flood', categoryId: 2 }),
+        }),
+        flood(20),
+      ])
+      expect(during.every((status) => status === 429)).toBe(true)
+      expect(created.status).toBe(201)
+      expect(created.body.name).toBe('Flood')
+      const read = await fetchFromApp(
+        `${server.baseUrl}${created.headers.location?.replace(/^.*\/v1/, '')}`,
+        {
+          headers: { Authorization: `Bearer ${key}` },
+        },
+      )
+      expect(read.status).toBe(200)
+      expect(read.body.name).toBe('Flood')
+    })
   })
 }
