@@ -11,8 +11,9 @@ import { join, resolve } from 'node:path'
  * needs `server.lock.takeover`, created exclusively, and the stale lock is checked again under
  * it, so two servers that found the same stale lock cannot both remove it and both start. A lock
  * naming a live process that is not its writer is stale too: the process's start time (Linux
- * `/proc/<pid>/stat`) differs from the one recorded, or the pid is this very process (a container
- * restart hands out the same pids again). Where the start time cannot be read, a live pid holds.
+ * `/proc/<pid>/stat`) differs from the one recorded, as after a container restart that handed
+ * the same pid to another process, or to this very server. Where the start time cannot be read,
+ * a live pid holds.
  */
 export const LOCK_FILE = 'server.lock'
 const TAKEOVER_FILE = `${LOCK_FILE}.takeover`
@@ -58,9 +59,9 @@ const readLock = async (file: string): Promise<LockRecord | undefined> => {
   }
 }
 
-/** Whether the process that wrote `record` still runs (`self`: this server's pid). */
-const heldBy = async (record: LockRecord | undefined, self: number): Promise<boolean> => {
-  if (!record || record.pid === self || !alive(record.pid)) return false
+/** Whether the process that wrote `record` still runs: its pid lives and started when it says. */
+const heldBy = async (record: LockRecord | undefined): Promise<boolean> => {
+  if (!record || !alive(record.pid)) return false
   if (record.started === undefined) return true
   const started = await processStartTime(record.pid)
   return started === undefined || started === record.started
@@ -104,13 +105,13 @@ export const lockDataDir = async (
 
   if (!(await claim())) {
     const holder = await readLock(file)
-    if (await heldBy(holder, pid)) throw inUse(holder)
+    if (await heldBy(holder)) throw inUse(holder)
     // Stale: take it over, one server at a time.
     await claimTakeover(takeover, own, write, () => inUse(undefined))
     try {
       // Under the takeover lock: still the stale lock (or none), never one written since.
       const now = await readLock(file)
-      if (await heldBy(now, pid)) throw inUse(now)
+      if (await heldBy(now)) throw inUse(now)
       await rm(file, { force: true })
       if (!(await claim())) throw inUse(await readLock(file))
     } finally {
@@ -138,7 +139,7 @@ const claimTakeover = async (
       return await write(takeover, own, 'wx')
     } catch (error) {
       if (!isExists(error)) throw error
-      if (attempt > 0 || (await takeoverHeld(takeover, own.pid))) throw busy()
+      if (attempt > 0 || (await takeoverHeld(takeover))) throw busy()
       await rm(takeover, { force: true })
     }
   }
@@ -147,9 +148,9 @@ const claimTakeover = async (
 /** A takeover file still being written (no record yet) counts as held for a few seconds. */
 const TAKEOVER_WRITE_MS = 5_000
 
-const takeoverHeld = async (takeover: string, self: number): Promise<boolean> => {
+const takeoverHeld = async (takeover: string): Promise<boolean> => {
   const record = await readLock(takeover)
-  if (record) return heldBy(record, self)
+  if (record) return heldBy(record)
   const written = await stat(takeover).catch(() => undefined)
   return written !== undefined && Date.now() - written.mtimeMs < TAKEOVER_WRITE_MS
 }

@@ -66,8 +66,8 @@ describe('the data directory lock', () => {
     const record = JSON.parse(await readFile(join(dir, LOCK_FILE), 'utf8'))
     expect(record).toEqual({ pid: process.pid, started: await processStartTime(process.pid) })
     await lock.release()
-    // A lock naming this very process was left by an earlier life with the same pid.
-    await writeLock({ pid: process.pid, started: await processStartTime(process.pid) })
+    // A lock naming this very pid, from an earlier life (another start time).
+    await writeLock({ pid: process.pid, started: '2' })
     await (await lockDataDir(dir, { pid: process.pid })).release()
     // The parent's own lock, start time and all, still holds.
     await writeLock({ pid: process.ppid, started: await processStartTime(process.ppid) })
