@@ -21,7 +21,7 @@ import {
   type CachedAuthorization,
   toAuthorization,
 } from './authorizer-cache.ts'
-import { FailedAuthLimiter } from './failed-auth-limiter.ts'
+import { FailedAuthLimiter, TARPIT_AFTER_REFUSALS, TARPIT_MS } from './failed-auth-limiter.ts'
 import {
   EXPECTS_CONTINUE,
   type GatewayResponseType,
@@ -167,6 +167,21 @@ export const usagePlanVerdict = (
 const failedAuthError = (retryAfterSeconds: number) =>
   new HttpError('too_many_failed_auths', { headers: retryAfterHeaders(retryAfterSeconds) })
 
+/**
+ * After a refused address's 429 is sent: past TARPIT_AFTER_REFUSALS in its window, the
+ * connection it came on is read again only TARPIT_MS later (failed-auth-limiter.ts).
+ */
+const slowDown = (req: IncomingMessage, res: ServerResponse, refusals: number): void => {
+  if (refusals <= TARPIT_AFTER_REFUSALS) return
+  res.once('finish', () => {
+    const socket = req.socket
+    setImmediate(() => {
+      socket.pause()
+      setTimeout(() => socket.resume(), TARPIT_MS).unref()
+    })
+  })
+}
+
 /** What the proxy event takes from the request itself: its headers and the client. */
 const requestParts = (req: IncomingMessage, baseHost: string | undefined) => ({
   headers: gatewayHeaders(req.rawHeaders, req.socket, baseHost),
@@ -271,9 +286,13 @@ export const createLocalGateway = ({
     const wellFormed = header !== undefined && TOKEN_PATTERN.test(header)
     const failures = wellFormed ? wrongKeys : keylessFailures
     const retryAfter = failures.retryAfterSeconds(address)
+    const refuseAddress = (seconds: number) => {
+      slowDown(req, res, failures.noteRefused(address))
+      answer(failedAuthError(seconds))
+    }
     // A request without a well-formed key from an address over its keyless limit: at once, as
     // the WAF's keyless rule does on AWS. Keyed requests are never counted with these.
-    if (retryAfter !== undefined && !wellFormed) return answer(failedAuthError(retryAfter))
+    if (retryAfter !== undefined && !wellFormed) return refuseAddress(retryAfter)
 
     const match = matchRoute(method, url.pathname)
     if (!match) return refuse('MISSING_AUTHENTICATION_TOKEN')
@@ -285,7 +304,7 @@ export const createLocalGateway = ({
       cache,
       cachedOnly: retryAfter !== undefined,
     })
-    if (authorized.outcome === 'held') return answer(failedAuthError(retryAfter as number))
+    if (authorized.outcome === 'held') return refuseAddress(retryAfter as number)
     if (authorized.outcome === 'failed') {
       onError('Authorizer failed', authorized.error)
       return refuse('DEFAULT_5XX')
@@ -294,7 +313,7 @@ export const createLocalGateway = ({
       failures.record(address)
       const stillRefused = failures.retryAfterSeconds(address)
       if (retryAfter !== undefined && stillRefused !== undefined) {
-        return answer(failedAuthError(stillRefused))
+        return refuseAddress(stillRefused)
       }
       return refuse(authorized.response)
     }
