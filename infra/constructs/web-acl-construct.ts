@@ -112,6 +112,33 @@ const blockWith429 = (customResponseBodyKey: string, retryAfterSeconds = 60) => 
   },
 })
 
+/** The Error bodies the rules answer with, by their keys. */
+const RESPONSE_BODIES = {
+  payloadTooLarge: { contentType: 'APPLICATION_JSON', content: errorBody('payload_too_large') },
+  rateLimited: {
+    contentType: 'APPLICATION_JSON',
+    content: errorBody('rate_limited', 'Too many requests with this key; retry later.'),
+  },
+  addressRateLimited: {
+    contentType: 'APPLICATION_JSON',
+    content: errorBody(
+      'rate_limited',
+      'Too many requests with keys from this address; retry later.',
+    ),
+  },
+  addressBlocked: {
+    contentType: 'APPLICATION_JSON',
+    content: errorBody(
+      'rate_limited',
+      'Requests from this address are refused for a while; retry later.',
+    ),
+  },
+  tooManyFailedAuths: {
+    contentType: 'APPLICATION_JSON',
+    content: errorBody('too_many_failed_auths'),
+  },
+}
+
 /** An IPv4 IP set of the stage's web ACL. */
 const ipSet = (scope: Construct, id: string, name: string, addresses: string[], what: string) =>
   new CfnIPSet(scope, id, {
@@ -121,6 +148,35 @@ const ipSet = (scope: Construct, id: string, name: string, addresses: string[], 
     addresses,
     description: what,
   })
+
+/** The rules that refuse at once: bodies over the API's limit, and the block list. */
+const edgeRefusals = (prefix: string, blockedAddresses: CfnIPSet) => [
+  {
+    name: 'BodyOverApiLimit',
+    priority: 0,
+    statement: {
+      sizeConstraintStatement: {
+        fieldToMatch: { body: { oversizeHandling: 'MATCH' } },
+        comparisonOperator: 'GT',
+        size: MAX_BODY_BYTES,
+        textTransformations: [{ priority: 0, type: 'NONE' }],
+      },
+    },
+    action: {
+      block: {
+        customResponse: { responseCode: 413, customResponseBodyKey: 'payloadTooLarge' },
+      },
+    },
+    visibilityConfig: visibility(`${prefix}-body-over-limit`),
+  },
+  {
+    name: 'BlockedAddresses',
+    priority: 1,
+    statement: { ipSetReferenceStatement: { arn: blockedAddresses.attrArn } },
+    action: blockWith429('addressBlocked', 300),
+    visibilityConfig: visibility(`${prefix}-blocked-addresses`),
+  },
+]
 
 /** What addWebAcl makes: the web ACL, and the IP set an operator adds addresses to block. */
 export interface WebAcl {
@@ -183,57 +239,9 @@ export const addWebAcl = (scope: Construct, config: StageConfig, api: RestApi): 
     scope: 'REGIONAL',
     defaultAction: { allow: {} },
     visibilityConfig: visibility(`${prefix}-web-acl`),
-    customResponseBodies: {
-      payloadTooLarge: { contentType: 'APPLICATION_JSON', content: errorBody('payload_too_large') },
-      rateLimited: {
-        contentType: 'APPLICATION_JSON',
-        content: errorBody('rate_limited', 'Too many requests with this key; retry later.'),
-      },
-      addressRateLimited: {
-        contentType: 'APPLICATION_JSON',
-        content: errorBody(
-          'rate_limited',
-          'Too many requests with keys from this address; retry later.',
-        ),
-      },
-      addressBlocked: {
-        contentType: 'APPLICATION_JSON',
-        content: errorBody(
-          'rate_limited',
-          'Requests from this address are refused for a while; retry later.',
-        ),
-      },
-      tooManyFailedAuths: {
-        contentType: 'APPLICATION_JSON',
-        content: errorBody('too_many_failed_auths'),
-      },
-    },
+    customResponseBodies: RESPONSE_BODIES,
     rules: [
-      {
-        name: 'BodyOverApiLimit',
-        priority: 0,
-        statement: {
-          sizeConstraintStatement: {
-            fieldToMatch: { body: { oversizeHandling: 'MATCH' } },
-            comparisonOperator: 'GT',
-            size: MAX_BODY_BYTES,
-            textTransformations: [{ priority: 0, type: 'NONE' }],
-          },
-        },
-        action: {
-          block: {
-            customResponse: { responseCode: 413, customResponseBodyKey: 'payloadTooLarge' },
-          },
-        },
-        visibilityConfig: visibility(`${prefix}-body-over-limit`),
-      },
-      {
-        name: 'BlockedAddresses',
-        priority: 1,
-        statement: { ipSetReferenceStatement: { arn: blockedAddresses.attrArn } },
-        action: blockWith429('addressBlocked', 300),
-        visibilityConfig: visibility(`${prefix}-blocked-addresses`),
-      },
+      ...edgeRefusals(prefix, blockedAddresses),
       {
         name: 'KeylessPerAddress',
         priority: 2,

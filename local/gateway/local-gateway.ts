@@ -168,6 +168,33 @@ const failedAuthError = (retryAfterSeconds: number) =>
   new HttpError('too_many_failed_auths', { headers: retryAfterHeaders(retryAfterSeconds) })
 
 /**
+ * Failed authentications per address (FailedAuthLimiter), requests without a well-formed key
+ * apart from wrong keys: what one request's address has left, for the kind of request it is.
+ */
+const addressLimits = (options: ConstructorParameters<typeof FailedAuthLimiter>[0]) => {
+  const keyless = new FailedAuthLimiter(options)
+  const wrongKeys = new FailedAuthLimiter(options)
+  return (req: IncomingMessage, wellFormed: boolean) => {
+    const address = req.socket.remoteAddress ?? 'unknown'
+    const failures = wellFormed ? wrongKeys : keyless
+    return {
+      /** Seconds until the address may try again, when it is refused. */
+      retryAfter: failures.retryAfterSeconds(address),
+      /** Counts a failure; the seconds it is now refused for, if it is. */
+      record: (): number | undefined => {
+        failures.record(address)
+        return failures.retryAfterSeconds(address)
+      },
+      /** The address's 429; its connection is slowed down past many refusals. */
+      refused: (res: ServerResponse, seconds: number): HttpError => {
+        slowDown(req, res, failures.noteRefused(address))
+        return failedAuthError(seconds)
+      },
+    }
+  }
+}
+
+/**
  * After a refused address's 429 is sent: past TARPIT_AFTER_REFUSALS in its window, the
  * connection it came on is read again only TARPIT_MS later (failed-auth-limiter.ts).
  */
@@ -251,12 +278,10 @@ export const createLocalGateway = ({
   /** A gateway response: the API's Error body, as the CDK stack's gateway responses render it. */
   const sendError = (res: ServerResponse, type: GatewayResponseType, requestId: string): void =>
     sendGatewayAnswer(res, gatewayError(type), requestId)
-  const limiterOptions = {
+  const addressOf = addressLimits({
     clock,
     ...(failedAuthLimit !== undefined ? { limit: failedAuthLimit } : {}),
-  }
-  const keylessFailures = new FailedAuthLimiter(limiterOptions)
-  const wrongKeys = new FailedAuthLimiter(limiterOptions)
+  })
   const cache =
     authorizerCache ?? new AuthorizerCache({ ttlSeconds: authorizerCacheTtlSeconds, clock })
   const usagePlans =
@@ -281,15 +306,11 @@ export const createLocalGateway = ({
       const headers = preflightHeaders(corsAllowOrigin as string, methods)
       return send(res, { statusCode: 204, headers, body: '' }, requestId)
     }
-    const address = req.socket.remoteAddress ?? 'unknown'
     const header = req.headers.authorization
     const wellFormed = header !== undefined && TOKEN_PATTERN.test(header)
-    const failures = wellFormed ? wrongKeys : keylessFailures
-    const retryAfter = failures.retryAfterSeconds(address)
-    const refuseAddress = (seconds: number) => {
-      slowDown(req, res, failures.noteRefused(address))
-      answer(failedAuthError(seconds))
-    }
+    const failures = addressOf(req, wellFormed)
+    const retryAfter = failures.retryAfter
+    const refuseAddress = (seconds: number) => answer(failures.refused(res, seconds))
     // A request without a well-formed key from an address over its keyless limit: at once, as
     // the WAF's keyless rule does on AWS. Keyed requests are never counted with these.
     if (retryAfter !== undefined && !wellFormed) return refuseAddress(retryAfter)
@@ -310,8 +331,7 @@ export const createLocalGateway = ({
       return refuse('DEFAULT_5XX')
     }
     if (authorized.outcome === 'refused') {
-      failures.record(address)
-      const stillRefused = failures.retryAfterSeconds(address)
+      const stillRefused = failures.record()
       if (retryAfter !== undefined && stillRefused !== undefined) {
         return refuseAddress(stillRefused)
       }

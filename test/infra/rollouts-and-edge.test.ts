@@ -498,13 +498,10 @@ describe('the WAF web ACL', () => {
     expect(propsOf(set).Addresses).toEqual(['203.0.113.0/28', '192.0.2.10/32'])
     const { acl, evaluate } = webAclOf(exempted)
     const ceiling = Number(
-      (
-        rulesOf(acl).find((rule) => rule.Name === 'KeyedPerAddress')?.Statement
-          .RateBasedStatement as {
-          Limit: number
-        }
-      ).Limit,
+      rulesOf(acl).find((rule) => rule.Name === 'KeyedPerAddress')?.Statement.RateBasedStatement
+        ?.Limit,
     )
+    expect(ceiling).toBe(30_000)
     const waf = evaluate()
     for (let i = 0; i <= ceiling; i += 1) {
       const verdict = waf({
