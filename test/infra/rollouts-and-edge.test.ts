@@ -19,8 +19,9 @@ import { statementMatches, transform, webAclEvaluator } from './support/web-acl-
 
 /**
  * Bad deploys and the edge, as synthesized: production rolls each function out through CodeDeploy
- * (canary, rolled back by alarms) and puts a WAF web ACL in front of the stage; staging does
- * neither. listPets alone gets the cursor key, from a secret generated at deploy time.
+ * (canary, rolled back by alarms), staging switches at once; both put a WAF web ACL in front of
+ * the stage, whose rules are evaluated here on request streams (support/web-acl-evaluator.ts).
+ * listPets alone gets the cursor key, from a secret generated at deploy time.
  */
 const production = appStage('production').api
 const staging = appStage('staging').api
@@ -490,8 +491,8 @@ describe('the WAF web ACL', () => {
 
   it('exempts a known egress address from the per-address ceiling, never from the per-key limit', () => {
     const exempted = synthesizeApp({
-      'production.wafExemptAddresses': '203.0.113.0/28, 192.0.2.10',
-    }).stage('production').api
+      'staging.wafExemptAddresses': '203.0.113.0/28, 192.0.2.10',
+    }).stage('staging').api
     const [[, set]] = resourcesOf(exempted, 'AWS::WAFv2::IPSet').filter(([, candidate]) =>
       String(propsOf(candidate).Name).endsWith('-exempt-addresses'),
     ) as [[string, CfnResource]]
