@@ -1,7 +1,8 @@
-import { createServer, type Server } from 'node:http'
+import { Agent, createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { APIGatewayAuthorizerResult } from 'aws-lambda'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { TARPIT_AFTER_REFUSALS } from '#local/gateway/failed-auth-limiter.ts'
 import {
   createLocalGateway,
   type LocalGatewayOptions,
@@ -232,6 +233,40 @@ describe('an address refused per address', () => {
       expect((await apiClient(limited.baseUrl, GOOD, STUB_CLIENT).get('/pets')).status).toBe(200)
       expect(calls.authorizer).toBe(1)
     } finally {
+      await close(limited.server)
+    }
+  })
+})
+
+describe('a client that keeps sending past its refusals', () => {
+  it('is answered on each connection only after a pause, while other addresses are answered at once', async () => {
+    const limited = await serve({ failedAuthLimit: 1 })
+    const attacker = new Agent({ keepAlive: true, maxSockets: 1, localAddress: '127.0.0.2' })
+    const other = new Agent({ keepAlive: true, localAddress: '127.0.0.3' })
+    const get = (agent: Agent) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(`${limited.baseUrl}/pets`, { agent }, (res) => {
+          res.resume()
+          res.on('end', () => resolve(res.statusCode ?? 0))
+        })
+        req.on('error', reject)
+        req.end()
+      })
+    try {
+      // Keyless: 2 failures, then TARPIT_AFTER_REFUSALS refusals at full speed.
+      for (let i = 0; i < 2 + TARPIT_AFTER_REFUSALS; i += 1) await get(attacker)
+      expect(await get(attacker)).toBe(429)
+      // The attacker's connection is now paused after each 429: another address, asked after
+      // it, is answered first.
+      const order: string[] = []
+      const slowed = get(attacker).then((status) => order.push(`attacker ${status}`))
+      await new Promise((resolve) => setImmediate(resolve))
+      const fresh = get(other).then((status) => order.push(`other ${status}`))
+      await Promise.all([slowed, fresh])
+      expect(order).toEqual(['other 401', 'attacker 429'])
+    } finally {
+      attacker.destroy()
+      other.destroy()
       await close(limited.server)
     }
   })
