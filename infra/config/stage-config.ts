@@ -22,6 +22,7 @@ import {
   DEFAULT_CORS_ALLOW_ORIGIN,
   isCorsAllowOrigin,
 } from '#shared/http/cors-headers.ts'
+import { type EdgeLimits, edgeLimitsOf, edgeThrottleFloor } from './edge-limits-config.ts'
 import { type ContextReader, type StageContext, stageContext } from './stage-context-reader.ts'
 
 export interface CustomDomainConfig {
@@ -34,7 +35,7 @@ export interface CustomDomainConfig {
 }
 
 /** Everything that differs between stages, resolved from CDK context and defaults. */
-export interface StageConfig {
+export interface StageConfig extends EdgeLimits {
   stage: StageName
   /** Production keeps its data: RETAIN, deletion protection, stack termination protection. */
   retainData: boolean
@@ -68,22 +69,18 @@ export interface StageConfig {
    */
   gradualDeployment: boolean
   /**
-   * An AWS WAF web ACL on the stage: a rate-based rule per source address (brute force) and a
-   * body-size rule answering 413 for bodies over the API's limit (so bodies between Lambda's
-   * 6 MB and API Gateway's 10 MB never reach a function). On by default in production.
+   * An AWS WAF web ACL on the stage (infra/constructs/web-acl-construct.ts): rate-based rules per
+   * source address and per key, an operator's block list, and a body-size rule answering 413 for
+   * bodies over the API's limit (so bodies between Lambda's 6 MB and API Gateway's 10 MB never
+   * reach a function). On by default in both stages: staging's URL is as public as production's.
    */
   waf: boolean
   /**
-   * Requests without a well-formed key one source address may send in WAF's 5-minute window
-   * before such requests from it are blocked (requests with a key are never counted by it).
+   * Concurrency reserved for the authorizer, which is also its cap, so a flood of forged keys
+   * cannot take the operations' concurrency. Unset by default: a fresh account has 10 concurrent
+   * executions in all and Lambda keeps 10 unreserved, so any reservation fails its first deploy.
    */
-  wafKeylessPer5Minutes: number
-  /**
-   * The largest per-minute limit a plan may have on this stage: the keys CLI refuses a
-   * per-customer plan above it (it reads the API stack's LargestPlanPerMinute output), and the
-   * WAF's per-key rule is derived from it, so no edge rule undercuts a plan the tools accept.
-   */
-  largestPlanPerMinute: number
+  authorizerReservedConcurrency?: number
   /**
    * The origin browser pages may call the stage from (Access-Control-Allow-Origin): `*` by
    * default, or one origin (shared/http/cors-headers.ts says why; docs/api.md, "Browsers").
@@ -169,27 +166,47 @@ export const stageThrottleFloor = (enterprise: PlanLimits): StageThrottleFloor =
 
 /**
  * The stage throttle. The rate never undercuts the largest plan backstop: a stage throttle below
- * it would refuse a client of that plan before its own usage plan does. The burst has no such
- * floor: the account's burst (5,000 by default) caps every bucket above it anyway.
+ * it would refuse a client of that plan before its own usage plan does. With the WAF, half a
+ * minute of it (the per-address keyed ceiling) must also hold the largest plan three times
+ * (edge-limits-config.ts). The burst has no such floor: the account's burst (5,000 by default)
+ * caps every bucket above it anyway.
  */
 export const stageThrottleOf = (
   settings: StageContext,
   defaults: StageDefaults,
   enterpriseLimits: PlanLimits,
+  waf: boolean,
 ): Pick<StageConfig, 'throttleRateLimit' | 'throttleBurstLimit'> => {
   const floor = stageThrottleFloor(enterpriseLimits)
-  const minimumRate = Math.ceil(floor.rateLimit)
+  const backstopRate = Math.ceil(floor.rateLimit)
+  const edgeRate = waf ? edgeThrottleFloor(enterpriseLimits) : 0
+  const minimumRate = Math.max(backstopRate, edgeRate)
   return {
     throttleRateLimit: settings.integer('throttleRateLimit', {
       fallback: Math.max(defaults.throttleRateLimit, minimumRate),
       min: minimumRate,
-      why: `the ${floor.ratePlan} usage plan's backstop is ${Number(floor.rateLimit.toFixed(2))} requests/s; a lower stage throttle would refuse requests that plan allows`,
+      why:
+        edgeRate > backstopRate
+          ? `with the WAF on, one address may take half of it for keyed requests, and that must hold the stage's largest plan three times; or turn waf off`
+          : `the ${floor.ratePlan} usage plan's backstop is ${Number(floor.rateLimit.toFixed(2))} requests/s; a lower stage throttle would refuse requests that plan allows`,
     }),
     throttleBurstLimit: settings.integer('throttleBurstLimit', {
       fallback: defaults.throttleBurstLimit,
       min: 1,
     }),
   }
+}
+
+/** The authorizer's reserved concurrency, when set (0 or unset: none): its cap (StageConfig). */
+const authorizerConcurrencyOf = (
+  settings: StageContext,
+): Pick<StageConfig, 'authorizerReservedConcurrency'> => {
+  const reserved = settings.integer('authorizerReservedConcurrency', {
+    fallback: 0,
+    min: 0,
+    why: 'leave it unset in an account whose concurrency quota is still 10',
+  })
+  return reserved > 0 ? { authorizerReservedConcurrency: reserved } : {}
 }
 
 /** A custom domain needs its certificate; an alias record needs both hosted zone settings. */
@@ -229,7 +246,8 @@ export const readStageConfig = (context: ContextReader, stage: StageName): Stage
   const logRetention = logRetentionOf(settings, defaults)
   const enterpriseLimits = enterpriseLimitsOf(settings)
   const alarmEmail = alarmEmailOf(settings)
-  const throttle = stageThrottleOf(settings, defaults, enterpriseLimits)
+  const waf = settings.flag('waf', true)
+  const throttle = stageThrottleOf(settings, defaults, enterpriseLimits, waf)
   const customDomain = customDomainOf(settings)
   const corsAllowOrigin = corsAllowOriginOf(settings)
   const account = settings.text('account')
@@ -252,82 +270,11 @@ export const readStageConfig = (context: ContextReader, stage: StageName): Stage
     corsAllowOrigin,
     apiGatewayCloudWatchRole: settings.flag('apiGatewayCloudWatchRole', true),
     gradualDeployment: settings.flag('gradualDeployment', stage === 'production'),
-    waf: settings.flag('waf', stage === 'production'),
-    ...edgeLimitsOf(settings, enterpriseLimits, throttle.throttleRateLimit),
+    waf,
+    ...authorizerConcurrencyOf(settings),
+    ...edgeLimitsOf(settings, enterpriseLimits, throttle.throttleRateLimit, waf),
   }
 }
-
-/** WAF's bounds on a rate-based rule's limit per window ("Rate-based rule statement", AWS WAF docs). */
-export const WAF_LIMIT_RANGE = { min: 10, max: 2_000_000_000 } as const
-
-/**
- * The WAF per-key rule's limit: twice what a key of the largest plan may send in WAF's 5-minute
- * window. A key sending more than twice its per-minute limit in a minute is suspended by the
- * functions' limiter anyway (docs/rate-limits-and-keys.md), so the edge only drops what would be
- * refused.
- */
-export const wafPerKeyLimit = (largestPlanPerMinute: number): number => 2 * 5 * largestPlanPerMinute
-
-/**
- * The default of largestPlanPerMinute: ten times the stage's largest plan, so per-customer plans
- * well above Enterprise are accepted without a redeploy, but never above what the stage throttle
- * serves (its rate must cover the plan's usage-plan backstop, perMinute / 30 a second).
- */
-export const defaultLargestPlanPerMinute = (
-  enterpriseLimits: PlanLimits,
-  throttleRateLimit: number,
-): number => Math.min(10 * largestStagePlanPerMinute(enterpriseLimits), throttleRateLimit * 30)
-
-const largestStagePlanPerMinute = (enterpriseLimits: PlanLimits): number =>
-  Math.max(...PLAN_NAMES.map((plan) => limitsFor(plan, enterpriseLimits).perMinute))
-
-/**
- * The edge rules' numbers. `wafRateLimitPer5Minutes` (one limit per address for every request,
- * which let anyone at a customer's address lock it out) is refused by name, so a cdk.json that
- * still sets it fails synthesis instead of being silently ignored.
- */
-export const edgeLimitsOf = (
-  settings: StageContext,
-  enterpriseLimits: PlanLimits,
-  throttleRateLimit: number,
-): Pick<StageConfig, 'wafKeylessPer5Minutes' | 'largestPlanPerMinute'> => {
-  if (settings.text('wafRateLimitPer5Minutes') !== undefined) {
-    settings.fail(
-      'wafRateLimitPer5Minutes',
-      'nothing: it is replaced by wafKeylessPer5Minutes (requests without a key, per address) and largestPlanPerMinute (the per-key rule), docs/operations.md#edge-rules',
-    )
-  }
-  const largestStagePlan = largestStagePlanPerMinute(enterpriseLimits)
-  const largestPlanPerMinute = settings.integer('largestPlanPerMinute', {
-    fallback: Math.max(
-      largestStagePlan,
-      defaultLargestPlanPerMinute(enterpriseLimits, throttleRateLimit),
-    ),
-    min: largestStagePlan,
-    max: Math.floor(WAF_LIMIT_RANGE.max / wafPerKeyLimit(1)),
-    why: `the stage's own largest plan allows ${largestStagePlan} a minute`,
-  })
-  if (largestPlanPerMinute > throttleRateLimit * 30) {
-    settings.fail(
-      'largestPlanPerMinute',
-      `at most ${throttleRateLimit * 30} (the stage throttle of ${throttleRateLimit}/s times 30 covers a plan's usage-plan backstop): raise throttleRateLimit first`,
-    )
-  }
-  return {
-    largestPlanPerMinute,
-    wafKeylessPer5Minutes: settings.integer('wafKeylessPer5Minutes', {
-      fallback: WAF_KEYLESS_DEFAULT,
-      ...WAF_LIMIT_RANGE,
-    }),
-  }
-}
-
-/**
- * Requests without a well-formed key one address may send per 5 minutes: every one of them is
- * answered 401 without invoking anything, so this only caps what a flood costs in WAF
- * inspections and log lines; a client that forgot its key is told by its first 401.
- */
-export const WAF_KEYLESS_DEFAULT = 1_500
 
 /** Per-stage CloudWatch namespace: two stages in one account must not share metrics or alarms. */
 export const metricsNamespace = (stage: StageName): string => `Petstore/${stage}`

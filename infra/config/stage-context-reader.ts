@@ -22,6 +22,9 @@ export const STAGE_SETTINGS = [
   'wafRateLimitPer5Minutes',
   'wafKeylessPer5Minutes',
   'largestPlanPerMinute',
+  'wafKeyedPerAddressPerMinute',
+  'wafExemptAddresses',
+  'authorizerReservedConcurrency',
   'apiGatewayCloudWatchRole',
   'corsAllowOrigin',
 ] as const

@@ -31,6 +31,11 @@ export const addApiKeyAuthorizerFunction = (
     memorySize: 256,
     timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS.authorizer),
     liveAlias: true,
+    // A cap as well as a floor: a flood of forged keys takes at most this much of the account's
+    // concurrency from the operations (docs/operations.md, "Edge rules"). Unset by default.
+    ...(config.authorizerReservedConcurrency === undefined
+      ? {}
+      : { reservedConcurrentExecutions: config.authorizerReservedConcurrency }),
   }).bindTable(keyMirrorTable, 'LOOKUP', { envVar: 'KEY_MIRROR_TABLE_NAME' })
 }
 

@@ -2,7 +2,6 @@ import type { DomainName, RestApi, UsagePlan } from 'aws-cdk-lib/aws-apigateway'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import type { LogGroup } from 'aws-cdk-lib/aws-logs'
 import type { Secret } from 'aws-cdk-lib/aws-secretsmanager'
-import type { CfnWebACL } from 'aws-cdk-lib/aws-wafv2'
 import { Construct } from 'constructs'
 import type { StageConfig } from '#infra/config/stage-config.ts'
 import type { PlanName } from '#shared/config/plans-config.ts'
@@ -17,7 +16,7 @@ import { addOperationFunctions } from './operation-functions-construct.ts'
 import type { PetstoreFunction } from './petstore-function-construct.ts'
 import { addRestApi } from './rest-api-construct.ts'
 import { addUsagePlans } from './usage-plans-construct.ts'
-import { addWebAcl } from './web-acl-construct.ts'
+import { addWebAcl, type WebAcl } from './web-acl-construct.ts'
 
 export interface PetstoreApiProps {
   config: StageConfig
@@ -51,7 +50,7 @@ export class PetstoreApi extends Construct {
   readonly domain: DomainName | undefined
   /** The key of listPets' cursor tags, generated at deploy time per stage. */
   readonly cursorSecret: Secret
-  readonly webAcl: CfnWebACL | undefined
+  readonly webAcl: WebAcl | undefined
   /** `https://.../v1`: the base address clients use. */
   readonly baseUrl: string
 

@@ -72,6 +72,8 @@ export interface PetstoreFunctionProps {
    * gradual-deployment-construct.ts). Without it, callers invoke $LATEST.
    */
   liveAlias?: boolean
+  /** Reserved (and so capped) concurrency; unset: the account's unreserved pool. */
+  reservedConcurrentExecutions?: number
 }
 
 /** The alias every caller invokes: traffic shifting and rollback move it between versions. */
@@ -126,6 +128,9 @@ export class PetstoreFunction extends Construct {
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout,
+      ...(props.reservedConcurrentExecutions === undefined
+        ? {}
+        : { reservedConcurrentExecutions: props.reservedConcurrentExecutions }),
       description: props.description,
       role,
       logGroup: this.logGroup,

@@ -172,6 +172,14 @@ const monitoringMetrics = (props: PetstoreMonitoringProps) => {
 
 type MonitoringMetrics = ReturnType<typeof monitoringMetrics>
 
+/**
+ * Refused keys a minute past which the stage is being sprayed with forged keys, not misused by a
+ * client: API Gateway caches a refusal per header value for the authorizer's TTL, so a client
+ * repeating one wrong key costs one refusal per TTL, and a thousand distinct wrong values a
+ * minute is a flood (each costs an invocation and a read: docs/operations.md, "Edge rules").
+ */
+export const DENIED_KEYS_SURGE_PER_MINUTE = 1_000
+
 /** An alarm on the first occurrence: 1 or more in one period of `metric`, no data is fine. */
 const alarmOnFirst = (
   scope: Construct,
@@ -401,6 +409,15 @@ export class PetstoreMonitoring extends Construct {
         `Petstore ${stage}: the authorizer failed (not a rejected key): it could not read the key mirror, so callers got 500s.`,
         authorizerMetric(AUTHORIZER_METRICS.failed),
       ),
+      new Alarm(this, 'AuthorizerDeniedSurgeAlarm', {
+        alarmDescription: `Petstore ${stage}: the authorizer refused more than ${DENIED_KEYS_SURGE_PER_MINUTE} keys a minute in 2 of the last 3 minutes: forged keys. Find the addresses in the WAF's sampled requests (rule KeyedPerAddress) and block them for a while (docs/operations.md, Support runbook).`,
+        metric: m.authorizerMetric(AUTHORIZER_METRICS.denied).with({ period: Duration.minutes(1) }),
+        threshold: DENIED_KEYS_SURGE_PER_MINUTE,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 2,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
       ...keySyncAlarms(this, stage, m),
       new Alarm(this, 'RateLimiterStoreFailuresAlarm', {
         alarmDescription: `Petstore ${stage}: the rate limiter could not use its DynamoDB table in 3 of the last 5 minutes; requests were admitted without being counted, so plan limits were not enforced.`,

@@ -128,7 +128,7 @@ const acknowledgeRules = (api: RestApi, config: StageConfig): void => {
     Validations.of(api).acknowledge({
       id: 'AwsSolutions-APIG3',
       reason:
-        'This stage runs without the WAF web ACL (context waf=false, the staging default): abuse is bounded per key by usage plans, the functions rate limiter and the stage throttle, and every method requires an API key. Production has the web ACL.',
+        'This stage runs without the WAF web ACL (context waf=false, on by default in both stages): abuse is bounded per key by usage plans, the functions rate limiter and the stage throttle, and every method requires an API key, but nothing bounds one address.',
     })
   }
   if (api.node.tryFindChild('CloudWatchRole')) {

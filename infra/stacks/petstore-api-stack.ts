@@ -124,9 +124,17 @@ export class PetstoreApiStack extends Stack {
     })
     new CfnOutput(this, 'LargestPlanPerMinute', {
       description:
-        'The keys CLI refuses a per-customer plan above this; the WAF per-key rule is derived from it',
+        'The keys CLI refuses a per-customer plan above this; the WAF per-key and per-address rules sit well above it',
       value: String(config.largestPlanPerMinute),
     })
+    const blocked = this.petstoreApi.webAcl?.blockedAddresses
+    if (blocked) {
+      new CfnOutput(this, 'BlockedAddressesIpSet', {
+        description:
+          'The WAF IP set an operator adds addresses to, to refuse them for a while: name|id|scope (docs/operations.md, Support runbook)',
+        value: blocked.ref,
+      })
+    }
     new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn })
     new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName })
   }

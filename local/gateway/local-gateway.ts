@@ -21,7 +21,7 @@ import {
   type CachedAuthorization,
   toAuthorization,
 } from './authorizer-cache.ts'
-import { FailedAuthLimiter } from './failed-auth-limiter.ts'
+import { FailedAuthLimiter, TARPIT_AFTER_REFUSALS, TARPIT_MS } from './failed-auth-limiter.ts'
 import {
   EXPECTS_CONTINUE,
   type GatewayResponseType,
@@ -98,22 +98,26 @@ export type AuthorizationOutcome =
 /**
  * Step 2, the TOKEN authorizer as API Gateway runs it: a header that fails the token validation
  * pattern never reaches it; otherwise a cached answer, or the authorizer's, cached (allows and
- * denials, not failures).
+ * denials, not failures). With `cachedOnly` (an address refused for its wrong keys) an uncached
+ * header is held back: no authorizer run, no key-mirror read.
  */
 export const authorizeRequest = async ({
   header,
   methodArn,
   authorizer,
   cache,
+  cachedOnly = false,
 }: {
   header: string | undefined
   methodArn: string
   authorizer: TokenAuthorizer
   cache: AuthorizerCache
-}): Promise<AuthorizationOutcome> => {
+  cachedOnly?: boolean
+}): Promise<AuthorizationOutcome | { outcome: 'held' }> => {
   if (!header || !TOKEN_PATTERN.test(header))
     return { outcome: 'refused', response: 'UNAUTHORIZED' }
   let answer: CachedAuthorization | undefined = cache.get(header)
+  if (answer === undefined && cachedOnly) return { outcome: 'held' }
   if (answer === undefined) {
     try {
       const result = await authorizer(
@@ -163,6 +167,48 @@ export const usagePlanVerdict = (
 const failedAuthError = (retryAfterSeconds: number) =>
   new HttpError('too_many_failed_auths', { headers: retryAfterHeaders(retryAfterSeconds) })
 
+/**
+ * Failed authentications per address (FailedAuthLimiter), requests without a well-formed key
+ * apart from wrong keys: what one request's address has left, for the kind of request it is.
+ */
+const addressLimits = (options: ConstructorParameters<typeof FailedAuthLimiter>[0]) => {
+  const keyless = new FailedAuthLimiter(options)
+  const wrongKeys = new FailedAuthLimiter(options)
+  return (req: IncomingMessage, wellFormed: boolean) => {
+    const address = req.socket.remoteAddress ?? 'unknown'
+    const failures = wellFormed ? wrongKeys : keyless
+    return {
+      /** Seconds until the address may try again, when it is refused. */
+      retryAfter: failures.retryAfterSeconds(address),
+      /** Counts a failure; the seconds it is now refused for, if it is. */
+      record: (): number | undefined => {
+        failures.record(address)
+        return failures.retryAfterSeconds(address)
+      },
+      /** The address's 429; its connection is slowed down past many refusals. */
+      refused: (res: ServerResponse, seconds: number): HttpError => {
+        slowDown(req, res, failures.noteRefused(address))
+        return failedAuthError(seconds)
+      },
+    }
+  }
+}
+
+/**
+ * After a refused address's 429 is sent: past TARPIT_AFTER_REFUSALS in its window, the
+ * connection it came on is read again only TARPIT_MS later (failed-auth-limiter.ts).
+ */
+const slowDown = (req: IncomingMessage, res: ServerResponse, refusals: number): void => {
+  if (refusals <= TARPIT_AFTER_REFUSALS) return
+  res.once('finish', () => {
+    const socket = req.socket
+    setImmediate(() => {
+      socket.pause()
+      setTimeout(() => socket.resume(), TARPIT_MS).unref()
+    })
+  })
+}
+
 /** What the proxy event takes from the request itself: its headers and the client. */
 const requestParts = (req: IncomingMessage, baseHost: string | undefined) => ({
   headers: gatewayHeaders(req.rawHeaders, req.socket, baseHost),
@@ -205,8 +251,11 @@ const invokeFunction = async (
  * The gateway in front of the functions. One request takes these steps, and any step may answer
  * instead of going on:
  * 1. route (matchRoute), before authentication, as API Gateway does;
- * 2. authorize (authorizeRequest), counting failures per address (an address over its limit is
- *    refused what fails to authenticate, never a valid key);
+ * 2. authorize (authorizeRequest), counting failures per address, requests without a well-formed
+ *    key apart from wrong keys (as the WAF's keyless and keyed rules count them apart on AWS):
+ *    an address over its keyless limit is refused keyless requests only; one over its wrong-key
+ *    limit is answered from the authorizer cache alone, so a key it already proved (or any
+ *    address did, within the TTL) still works and a new guess costs no authorizer run or read;
  * 3. admit to the key's usage plan (usagePlanVerdict);
  * 4. read the body: only now, so a refused client's body is never buffered and a client waiting
  *    on `Expect: 100-continue` is asked for it only now;
@@ -237,7 +286,7 @@ export const createLocalGateway = ({
   /** A gateway response: the API's Error body, as the CDK stack's gateway responses render it. */
   const sendError = (res: ServerResponse, type: GatewayResponseType, requestId: string): void =>
     sendGatewayAnswer(res, gatewayError(type), requestId)
-  const failedAuths = new FailedAuthLimiter({
+  const addressOf = addressLimits({
     clock,
     ...(failedAuthLimit !== undefined ? { limit: failedAuthLimit } : {}),
   })
@@ -258,21 +307,22 @@ export const createLocalGateway = ({
       return answer(validationFailed([{ field: 'path', message }], message))
     }
     const method = (req.method ?? 'GET').toUpperCase()
-    const address = req.socket.remoteAddress ?? 'unknown'
-    // An address over its failed authentications is refused only what cannot authenticate: a
-    // request without a well-formed key at once (as the WAF's keyless rule does on AWS), one with
-    // a key once the authorizer said no. A valid key is never refused for its neighbours.
-    const retryAfter = failedAuths.retryAfterSeconds(address)
-    const header = req.headers.authorization
-    const wellFormed = header !== undefined && TOKEN_PATTERN.test(header)
-    if (retryAfter !== undefined && !wellFormed) return answer(failedAuthError(retryAfter))
-
     const methods = corsAllowOrigin === undefined ? [] : resourceMethods(url.pathname)
     if (method === 'OPTIONS' && methods.length > 0) {
-      // The resource's OPTIONS method: a mock integration, no authorizer, no key, no body read.
+      // The resource's OPTIONS method: a mock integration, no authorizer, no key, no body read,
+      // and never counted or refused per address: a browser sends one before each keyed request.
       const headers = preflightHeaders(corsAllowOrigin as string, methods)
       return send(res, { statusCode: 204, headers, body: '' }, requestId)
     }
+    const header = req.headers.authorization
+    const wellFormed = header !== undefined && TOKEN_PATTERN.test(header)
+    const failures = addressOf(req, wellFormed)
+    const retryAfter = failures.retryAfter
+    const refuseAddress = (seconds: number) => answer(failures.refused(res, seconds))
+    // A request without a well-formed key from an address over its keyless limit: at once, as
+    // the WAF's keyless rule does on AWS. Keyed requests are never counted with these.
+    if (retryAfter !== undefined && !wellFormed) return refuseAddress(retryAfter)
+
     const match = matchRoute(method, url.pathname)
     if (!match) return refuse('MISSING_AUTHENTICATION_TOKEN')
 
@@ -281,16 +331,17 @@ export const createLocalGateway = ({
       methodArn: `arn:aws:execute-api:local:${ACCOUNT_ID}:${API_ID}/${stage}/${method}${match.resource}`,
       authorizer,
       cache,
+      cachedOnly: retryAfter !== undefined,
     })
+    if (authorized.outcome === 'held') return refuseAddress(retryAfter as number)
     if (authorized.outcome === 'failed') {
       onError('Authorizer failed', authorized.error)
       return refuse('DEFAULT_5XX')
     }
     if (authorized.outcome === 'refused') {
-      failedAuths.record(address)
-      const stillRefused = failedAuths.retryAfterSeconds(address)
+      const stillRefused = failures.record()
       if (retryAfter !== undefined && stillRefused !== undefined) {
-        return answer(failedAuthError(stillRefused))
+        return refuseAddress(stillRefused)
       }
       return refuse(authorized.response)
     }

@@ -1,6 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
-import { MASKED_KEY_VALUE, shownArgument } from '#keys/key-value-mask.ts'
+import { maskedKeyRuns } from '#keys/key-value-mask.ts'
 import { LOCAL_CONTROL_PREFIX } from '#keys/local-control-config.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 
@@ -12,7 +12,7 @@ import { type Clock, systemClock } from '#shared/time/clock.ts'
  * time (the request's arrival), method, path (no query string: it is the client's data), status,
  * duration, the request id the answer carries as `x-amzn-RequestId` (on AWS the same id is in the
  * access log and the function's log lines), and the key's id once the authorizer knew it (`-`
- * before). Never a key value: a path segment shaped like one is masked. Requests to the control
+ * before). Never a key value: any part of a path segment shaped like one is masked. Requests to the control
  * plane (`/_local/`) are not logged.
  */
 export type RequestLogWriter = (line: string) => void
@@ -34,11 +34,18 @@ export interface RequestLogEntry {
   keyId: string | undefined
 }
 
-/** The path with every segment shaped like a key value masked (GET /v1/pets/<a key> is a 404). */
+/** Runs of key characters inside one path segment (a segment ends at `/`). */
+const SEGMENT_RUN = /[A-Za-z0-9._~+-]+=*/g
+
+/**
+ * The path with every part of a segment that could hold a key value masked, wherever it sits in
+ * the segment (GET /v1/pets/<a key> and /v1/pets/<a key>, are 404s): pet ids (at most 19
+ * digits) and route words stay readable.
+ */
 const shownPath = (path: string): string =>
   path
     .split('/')
-    .map((segment) => (shownArgument(segment) === segment ? segment : MASKED_KEY_VALUE))
+    .map((segment) => maskedKeyRuns(segment, SEGMENT_RUN))
     .join('/')
 
 export const requestLogLine = (entry: RequestLogEntry): string =>

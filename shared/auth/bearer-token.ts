@@ -30,7 +30,8 @@ const MAX_SEPARATOR_SPACES = 16
 const SEPARATOR = ` {1,${MAX_SEPARATOR_SPACES}}`
 const TOKEN_CHARACTER = '[A-Za-z0-9._~+/-]'
 const MIN_KEY_LENGTH = 20
-const MAX_KEY_LENGTH = 128
+/** The longest key value, padding included (API Gateway's limit). */
+export const MAX_KEY_LENGTH = 128
 const MAX_PADDING = 2
 /** Any RFC 6750 b64token: what parseBearerToken returns (whether it is a key is a second question). */
 const B64TOKEN = `${TOKEN_CHARACTER}+=*`

@@ -54,6 +54,15 @@ import {
  * Failure policy: if the store fails before a decision, the request is admitted (the API Gateway
  * usage plan enforces the same limits as a backstop), the decision carries `storeError` so the
  * middleware logs and counts it, and the headers report the plan limits with nothing used.
+ *
+ * Ambiguous writes: a counting write (ADD) that got no answer (a timeout, a dropped connection)
+ * or a 5xx may have been applied. The SDK would send it again, and a first attempt that did land
+ * would count the request twice (two instances on one table then admitted 40 and 49 of a 60 a
+ * minute plan under a slow store). So these writes are never retried on an ambiguous outcome
+ * (withoutAmbiguousRetries): the request follows the failure policy, counted once or not at all.
+ * Only answers DynamoDB gives without applying the write (4xx: throttling, a failed condition)
+ * are retried or read. The bound, per key and minute: admitted = the plan's limit, plus the
+ * ambiguous writes that did not land (each one flagged as a store failure); never fewer.
  */
 export type RateLimitOutcome = 'admitted' | 'rate_limited' | 'quota_exceeded' | 'key_suspended'
 
@@ -130,6 +139,47 @@ export const admittedOnStoreFailure = (
   ...countedDecision('admitted', limits, nowMs, { minute: 0, day: 0 }),
   storeError,
 })
+
+/** A counting write DynamoDB may have applied: it got no answer, or a 5xx. */
+export class AmbiguousWriteError extends Error {
+  override readonly name = 'AmbiguousWriteError'
+  /** Not `cause`: the SDK's retry classification follows `cause` and would retry a timeout. */
+  readonly original: unknown
+
+  constructor(original: unknown) {
+    super(`A counting write may have been applied: ${(original as Error)?.message ?? original}`)
+    this.original = original
+  }
+}
+
+/** An answer of DynamoDB's that says the write was not applied (4xx: throttled, refused). */
+const answeredUnapplied = (error: unknown): boolean => {
+  const status = (error as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode
+  return typeof status === 'number' && status >= 400 && status < 500
+}
+
+/**
+ * `command`, sent at most once when its outcome is ambiguous: inside the SDK's retry step, an
+ * error without a 4xx answer becomes an AmbiguousWriteError, which the SDK does not retry
+ * (it is neither throttling, transient nor a server error by its classification).
+ */
+export const withoutAmbiguousRetries = <Command extends UpdateCommand>(
+  command: Command,
+): Command => {
+  command.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args)
+      } catch (error) {
+        if (answeredUnapplied(error)) throw error
+        throw new AmbiguousWriteError(error)
+      }
+    },
+    // override: the document client copies a command's stack into the inner command's.
+    { step: 'finalizeRequest', priority: 'low', name: 'ambiguousWritesNotRetried', override: true },
+  )
+  return command
+}
 
 /** Attribute names of the day item (its key and TTL attribute are in RATE_LIMIT_TABLE). */
 export const ATTRIBUTES = {
@@ -234,31 +284,33 @@ export class DynamoRateLimiter implements RateLimiter {
     const stale = staleCounters(windows.minuteOfDay)
     try {
       const { Attributes } = await this.#client.send(
-        new UpdateCommand({
-          TableName: this.#tableName,
-          Key: key,
-          UpdateExpression: `ADD #day :one, #minute :one SET #expiresAt = :expiresAt${stale.clause}`,
-          ConditionExpression:
-            '(attribute_not_exists(#day) OR #day < :perDay)' +
-            ' AND (attribute_not_exists(#minute) OR #minute < :perMinute)' +
-            ' AND (attribute_not_exists(#suspendedUntil) OR #suspendedUntil <= :now)',
-          ExpressionAttributeNames: {
-            '#day': ATTRIBUTES.day,
-            '#minute': minute,
-            '#suspendedUntil': ATTRIBUTES.suspendedUntil,
-            '#expiresAt': RATE_LIMIT_TABLE.ttlAttribute,
-            ...stale.names,
-          },
-          ExpressionAttributeValues: {
-            ':one': 1,
-            ':perDay': limits.perDay,
-            ':perMinute': limits.perMinute,
-            ':now': nowMs,
-            ':expiresAt': expiresAtOf(windows),
-          },
-          ReturnValues: 'UPDATED_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
+        withoutAmbiguousRetries(
+          new UpdateCommand({
+            TableName: this.#tableName,
+            Key: key,
+            UpdateExpression: `ADD #day :one, #minute :one SET #expiresAt = :expiresAt${stale.clause}`,
+            ConditionExpression:
+              '(attribute_not_exists(#day) OR #day < :perDay)' +
+              ' AND (attribute_not_exists(#minute) OR #minute < :perMinute)' +
+              ' AND (attribute_not_exists(#suspendedUntil) OR #suspendedUntil <= :now)',
+            ExpressionAttributeNames: {
+              '#day': ATTRIBUTES.day,
+              '#minute': minute,
+              '#suspendedUntil': ATTRIBUTES.suspendedUntil,
+              '#expiresAt': RATE_LIMIT_TABLE.ttlAttribute,
+              ...stale.names,
+            },
+            ExpressionAttributeValues: {
+              ':one': 1,
+              ':perDay': limits.perDay,
+              ':perMinute': limits.perMinute,
+              ':now': nowMs,
+              ':expiresAt': expiresAtOf(windows),
+            },
+            ReturnValues: 'UPDATED_NEW',
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        ),
       )
       return countedDecision('admitted', limits, nowMs, {
         minute: numberOf(Attributes?.[minute]),
@@ -319,18 +371,20 @@ export class DynamoRateLimiter implements RateLimiter {
     const rejected = rejectedAttribute(windows.minuteOfDay)
     const stale = staleCounters(windows.minuteOfDay)
     const { Attributes } = await this.#client.send(
-      new UpdateCommand({
-        TableName: this.#tableName,
-        Key: dayItemKey(keyId, windows.dayId),
-        UpdateExpression: `ADD #rejected :one SET #expiresAt = :expiresAt${stale.clause}`,
-        ExpressionAttributeNames: {
-          '#rejected': rejected,
-          '#expiresAt': RATE_LIMIT_TABLE.ttlAttribute,
-          ...stale.names,
-        },
-        ExpressionAttributeValues: { ':one': 1, ':expiresAt': expiresAtOf(windows) },
-        ReturnValues: 'UPDATED_NEW',
-      }),
+      withoutAmbiguousRetries(
+        new UpdateCommand({
+          TableName: this.#tableName,
+          Key: dayItemKey(keyId, windows.dayId),
+          UpdateExpression: `ADD #rejected :one SET #expiresAt = :expiresAt${stale.clause}`,
+          ExpressionAttributeNames: {
+            '#rejected': rejected,
+            '#expiresAt': RATE_LIMIT_TABLE.ttlAttribute,
+            ...stale.names,
+          },
+          ExpressionAttributeValues: { ':one': 1, ':expiresAt': expiresAtOf(windows) },
+          ReturnValues: 'UPDATED_NEW',
+        }),
+      ),
     )
     return numberOf(Attributes?.[rejected])
   }

@@ -147,8 +147,9 @@ if (!installed) {
     const fetchFromApp = (
       url: string,
       init: { method?: string; headers?: Record<string, string>; body?: string },
+      from: Page = page,
     ) =>
-      page.evaluate(
+      from.evaluate(
         async ({ url, init }) => {
           const response = await fetch(url, init)
           return {
@@ -206,6 +207,51 @@ if (!installed) {
       expect(throttled?.status).toBe(429)
       expect(throttled?.body.code).toBe('rate_limited')
       expect(throttled?.headers['retry-after']).toMatch(/^\d+$/)
+    })
+
+    it('keeps a page of another origin working with its key while its own address floods without one', async () => {
+      // A page without request interception: with page.route, the browser answers CORS
+      // preflights itself, and this test is about the ones the gateway gets.
+      const app = await browser.newPage()
+      await app.goto(appOrigin)
+      const preflights: number[] = []
+      app.on('response', (response) => {
+        if (response.request().method() === 'OPTIONS') preflights.push(response.status())
+      })
+      // The page and the flood share 127.0.0.1, as a customer's browser and a neighbour share a
+      // NAT: keyless requests from it are refused past the limit (30 a minute locally).
+      const flood = (count: number) =>
+        Promise.all(
+          Array.from({ length: count }, () =>
+            fetch(`${server.baseUrl}/pets`).then((response) => response.status),
+          ),
+        )
+      expect(await flood(40)).toContain(429)
+      const key = server.keys.created.find((entry) => entry.plan === 'enterprise')?.key as string
+      // A key the gateway has not seen yet, preflighted (JSON and Authorization), during more flood.
+      const [created, during] = await Promise.all([
+        fetchFromApp(
+          `${server.baseUrl}/pets`,
+          {
+            method: 'POST',
+            headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+            body: JSON.stringify({ name: 'Flood', categoryId: 2 }),
+          },
+          app,
+        ),
+        flood(20),
+      ])
+      expect(during.every((status) => status === 429)).toBe(true)
+      expect(created.status).toBe(201)
+      expect(created.body.name).toBe('Flood')
+      const read = await fetchFromApp(
+        `${server.baseUrl}${created.headers.location?.replace(/^.*\/v1/, '')}`,
+        {
+          headers: { Authorization: `Bearer ${key}` },
+        },
+      )
+      expect(read.status).toBe(200)
+      expect(read.body.name).toBe('Flood')
     })
   })
 }

@@ -1,7 +1,8 @@
-import { createServer, type Server } from 'node:http'
+import { Agent, createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { APIGatewayAuthorizerResult } from 'aws-lambda'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { TARPIT_AFTER_REFUSALS } from '#local/gateway/failed-auth-limiter.ts'
 import {
   createLocalGateway,
   type LocalGatewayOptions,
@@ -182,6 +183,91 @@ describe('the local gateway in front of the authorizer', () => {
       expect(calls.function).toBe(3)
     } finally {
       await close(tiny.server)
+    }
+  })
+})
+
+describe('an address refused per address', () => {
+  it('costs no authorizer run once refused for wrong keys, and still serves a key proven within the TTL', async () => {
+    const limited = await serve({ failedAuthLimit: 3, corsAllowOrigin: '*' })
+    try {
+      const good = apiClient(limited.baseUrl, GOOD, STUB_CLIENT)
+      expect((await good.get('/pets')).status).toBe(200)
+      const guess = (n: number) =>
+        apiClient(limited.baseUrl, `guess-${n}-0123456789abcdef`, STUB_CLIENT).get('/pets')
+      for (let n = 0; n < 4; n += 1) expect((await guess(n)).status).toBe(401)
+      expect(calls.authorizer).toBe(5)
+      // Refused: 250 more guesses run the authorizer (and read the key mirror) zero times.
+      for (let n = 4; n < 254; n += 1) {
+        const refused = await guess(n)
+        expect(refused.status).toBe(429)
+        expect(refused.json).toMatchObject({ code: 'too_many_failed_auths' })
+      }
+      expect(calls.authorizer).toBe(5)
+      // The key it already proved is answered from the cache; a preflight is never refused.
+      expect((await good.get('/pets')).status).toBe(200)
+      const preflight = await fetch(`${limited.baseUrl}/pets`, {
+        method: 'OPTIONS',
+        headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'GET' },
+      })
+      expect(preflight.status).toBe(204)
+      expect(calls.authorizer).toBe(5)
+    } finally {
+      await close(limited.server)
+    }
+  })
+
+  it('counts keyless requests apart: a keyless flood never refuses a key or a preflight', async () => {
+    const limited = await serve({ failedAuthLimit: 3, corsAllowOrigin: '*' })
+    try {
+      const keyless = apiClient(limited.baseUrl, undefined, STUB_CLIENT)
+      const statuses: number[] = []
+      for (let i = 0; i < 10; i += 1) statuses.push((await keyless.get('/pets')).status)
+      expect(statuses).toEqual([401, 401, 401, 401, 429, 429, 429, 429, 429, 429])
+      const preflight = await fetch(`${limited.baseUrl}/pets`, {
+        method: 'OPTIONS',
+        headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'GET' },
+      })
+      expect(preflight.status).toBe(204)
+      // A key first seen now, from the flooding address: asked, and served.
+      expect((await apiClient(limited.baseUrl, GOOD, STUB_CLIENT).get('/pets')).status).toBe(200)
+      expect(calls.authorizer).toBe(1)
+    } finally {
+      await close(limited.server)
+    }
+  })
+})
+
+describe('a client that keeps sending past its refusals', () => {
+  it('is answered on each connection only after a pause, while other addresses are answered at once', async () => {
+    const limited = await serve({ failedAuthLimit: 1 })
+    const attacker = new Agent({ keepAlive: true, maxSockets: 1, localAddress: '127.0.0.2' })
+    const other = new Agent({ keepAlive: true, localAddress: '127.0.0.3' })
+    const get = (agent: Agent) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(`${limited.baseUrl}/pets`, { agent }, (res) => {
+          res.resume()
+          res.on('end', () => resolve(res.statusCode ?? 0))
+        })
+        req.on('error', reject)
+        req.end()
+      })
+    try {
+      // Keyless: 2 failures, then TARPIT_AFTER_REFUSALS refusals at full speed.
+      for (let i = 0; i < 2 + TARPIT_AFTER_REFUSALS; i += 1) await get(attacker)
+      expect(await get(attacker)).toBe(429)
+      // The attacker's connection is now paused after each 429: another address, asked after
+      // it, is answered first.
+      const order: string[] = []
+      const slowed = get(attacker).then((status) => order.push(`attacker ${status}`))
+      await new Promise((resolve) => setImmediate(resolve))
+      const fresh = get(other).then((status) => order.push(`other ${status}`))
+      await Promise.all([slowed, fresh])
+      expect(order).toEqual(['other 401', 'attacker 429'])
+    } finally {
+      attacker.destroy()
+      other.destroy()
+      await close(limited.server)
     }
   })
 })

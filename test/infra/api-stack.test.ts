@@ -417,9 +417,13 @@ describe('stage', () => {
     expect(propsOf(only(raised, 'AWS::ApiGateway::Stage')[1])).toMatchObject({
       MethodSettings: [{ ThrottlingRateLimit: 1_500, ThrottlingBurstLimit: 3_000 }],
     })
-    expect(() => synthesizeApp({ stage: 'staging', 'staging.throttleRateLimit': '166' })).toThrow(
-      /staging\.throttleRateLimit=.*at least 167.*enterprise usage plan/,
-    )
+    expect(() =>
+      synthesizeApp({
+        stage: 'staging',
+        'staging.throttleRateLimit': '166',
+        'staging.waf': 'false',
+      }),
+    ).toThrow(/staging\.throttleRateLimit=.*at least 167.*enterprise usage plan/)
   })
 
   it('publishes the base address, ending in /v1', () => {

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { STAGE_NAMES } from '#shared/config/stages-config.ts'
-import { appStage, type CfnResource, propsOf, resourcesOf } from './support/synth-app.ts'
+import {
+  appStage,
+  type CfnResource,
+  propsOf,
+  resourcesOf,
+  synthesizeApp,
+} from './support/synth-app.ts'
 
 /**
  * What a first `cdk deploy` into a new account meets: Lambda's default concurrency quota is 10
@@ -33,6 +39,23 @@ describe('a first deploy in a fresh account', () => {
     for (const [stack, id, fn] of functions) {
       expect(propsOf(fn).ReservedConcurrentExecutions, `${stack} ${id}`).toBeUndefined()
     }
+  })
+
+  it('caps the authorizer alone once an account has concurrency to reserve (authorizerReservedConcurrency)', () => {
+    const api = synthesizeApp({ 'production.authorizerReservedConcurrency': '50' }).stage(
+      'production',
+    ).api
+    const reserved = resourcesOf(api, 'AWS::Lambda::Function')
+      .filter(([, fn]) => propsOf(fn).ReservedConcurrentExecutions !== undefined)
+      .map(([, fn]) => [
+        (propsOf(fn).Environment as { Variables: Record<string, unknown> }).Variables
+          .POWERTOOLS_SERVICE_NAME,
+        propsOf(fn).ReservedConcurrentExecutions,
+      ])
+    expect(reserved).toEqual([['authorizer', 50]])
+    expect(() => synthesizeApp({ 'production.authorizerReservedConcurrency': '-1' })).toThrow(
+      /authorizerReservedConcurrency="-1": expected an integer of at least 0/,
+    )
   })
 
   it('keeps a resource with a fixed name only once it was created (RetainExceptOnCreate)', () => {

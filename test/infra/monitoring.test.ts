@@ -106,6 +106,23 @@ describe('alarms', () => {
     findAlarm(synthesized.stage('staging').api, `Petstore/staging/${AUTHORIZER_METRICS.failed}`)
   })
 
+  it('alarms on a surge of refused keys (forged keys), never on a client with one wrong key', () => {
+    const alarm = findAlarm(production, `Petstore/production/${AUTHORIZER_METRICS.denied}`)
+    expect(alarm).toMatchObject({
+      Statistic: 'Sum',
+      Period: 60,
+      Threshold: 1_000,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 2,
+      TreatMissingData: 'notBreaching',
+    })
+    expect(alarm.Dimensions).toEqual(
+      expect.arrayContaining([{ Name: OPERATION_DIMENSION, Value: AUTHORIZER_OPERATION }]),
+    )
+    expect(alarm.AlarmActions).toHaveLength(1)
+  })
+
   it('watches Lambda throttles of every function, the authorizer included', () => {
     const alarm = findAlarm(production, 'AWS/Lambda/Throttles')
     expect(metricNamesOf(alarm)).toHaveLength(ROUTES.length + 1)
@@ -233,8 +250,8 @@ describe('alarms', () => {
   it('notifies the stage topic on alarm and on recovery', () => {
     const [[topicId]] = resourcesOf(production, 'AWS::SNS::Topic') as [[string, CfnResource]]
     const alarms = alarmsOf(production)
-    // 17 stage alarms and, in production, the rollout gates: 2 per operation, 1 for the authorizer.
-    expect(alarms).toHaveLength(17 + 2 * ROUTES.length + 1)
+    // 18 stage alarms and, in production, the rollout gates: 2 per operation, 1 for the authorizer.
+    expect(alarms).toHaveLength(18 + 2 * ROUTES.length + 1)
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([{ Ref: topicId }])
       expect(alarm.OKActions).toEqual([{ Ref: topicId }])

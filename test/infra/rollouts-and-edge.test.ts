@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { WAF_BODY_INSPECTION_BYTES } from '#infra/constructs/web-acl-construct.ts'
-import { PLAN_LIMITS } from '#shared/config/plans-config.ts'
+import { BEARER_TOKEN_VALIDATION_PATTERN } from '#shared/auth/bearer-token.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
+import { STAGES } from '#shared/config/stages-config.ts'
 import { MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import {
@@ -14,11 +15,13 @@ import {
   resourcesOf,
   synthesizeApp,
 } from './support/synth-app.ts'
+import { statementMatches, transform, webAclEvaluator } from './support/web-acl-evaluator.ts'
 
 /**
  * Bad deploys and the edge, as synthesized: production rolls each function out through CodeDeploy
- * (canary, rolled back by alarms) and puts a WAF web ACL in front of the stage; staging does
- * neither. listPets alone gets the cursor key, from a secret generated at deploy time.
+ * (canary, rolled back by alarms), staging switches at once; both put a WAF web ACL in front of
+ * the stage, whose rules are evaluated here on request streams (support/web-acl-evaluator.ts).
+ * listPets alone gets the cursor key, from a secret generated at deploy time.
  */
 const production = appStage('production').api
 const staging = appStage('staging').api
@@ -187,111 +190,85 @@ describe('bad deploys roll back by themselves in production', () => {
   })
 })
 
-describe('the WAF web ACL', () => {
-  const acls = resourcesOf(production, 'AWS::WAFv2::WebACL')
+/** A stage's web ACL, its template's resources, and a fresh evaluator over them. */
+const webAclOf = (template: typeof production) => {
+  const [[, acl]] = resourcesOf(template, 'AWS::WAFv2::WebACL') as [[string, CfnResource]]
+  const resources = template.toJSON().Resources as Record<string, CfnResource>
+  return { acl, resources, evaluate: () => webAclEvaluator(acl, resources) }
+}
+const rulesOf = (acl: CfnResource) =>
+  propsOf(acl).Rules as {
+    Name: string
+    Statement: Record<string, Record<string, unknown>>
+    Action: { Block: { CustomResponse: Record<string, unknown> } }
+  }[]
+const bodiesOf = (acl: CfnResource) =>
+  propsOf(acl).CustomResponseBodies as Record<string, { Content: string }>
+const outputOf = (template: typeof production, name: string): string | undefined =>
+  (template.toJSON().Outputs as Record<string, { Value: string }>)[name]?.Value
 
-  it('is on in production and off in staging', () => {
-    expect(acls).toHaveLength(1)
-    expect(resourcesOf(staging, 'AWS::WAFv2::WebACL')).toHaveLength(0)
-    const [[aclId]] = acls as [[string, CfnResource]]
-    const [[, association]] = resourcesOf(production, 'AWS::WAFv2::WebACLAssociation') as [
-      [string, CfnResource],
-    ]
-    expect(propsOf(association).WebACLArn).toEqual({ 'Fn::GetAtt': [aclId, 'Arn'] })
-    expect(JSON.stringify(propsOf(association).ResourceArn)).toContain('/stages/')
+/** A fresh well-formed key value for each n (a random key costs more to make than to evaluate). */
+const forgedKey = (n: number) => `forged${n.toString(36).padStart(34, '0')}`
+const VALID_KEY_HEADER = `Bearer ${'k'.repeat(40)}`
+/** Every spelling of one key's header the gateway's pattern accepts: 64 of `Bearer`, 1 to 16 spaces. */
+const spellingsOf = (key: string): string[] =>
+  Array.from({ length: 64 }, (_, mask) =>
+    [...'bearer'].map((c, i) => (mask & (1 << i) ? c.toUpperCase() : c)).join(''),
+  ).flatMap((scheme) => Array.from({ length: 16 }, (_, n) => `${scheme}${' '.repeat(n + 1)}${key}`))
+
+describe('the WAF web ACL', () => {
+  it('is on in both stages, in front of the stage', () => {
+    for (const template of [production, staging]) {
+      const acls = resourcesOf(template, 'AWS::WAFv2::WebACL')
+      expect(acls).toHaveLength(1)
+      const [[aclId]] = acls as [[string, CfnResource]]
+      const [[, association]] = resourcesOf(template, 'AWS::WAFv2::WebACLAssociation') as [
+        [string, CfnResource],
+      ]
+      expect(propsOf(association).WebACLArn).toEqual({ 'Fn::GetAtt': [aclId, 'Arn'] })
+      expect(JSON.stringify(propsOf(association).ResourceArn)).toContain('/stages/')
+    }
+    const off = synthesizeApp({ 'staging.waf': 'false' }).stage('staging').api
+    expect(resourcesOf(off, 'AWS::WAFv2::WebACL')).toHaveLength(0)
   })
 
-  const rules = () =>
-    propsOf((acls[0] as [string, CfnResource])[1]).Rules as {
-      Name: string
-      Statement: Record<string, Record<string, unknown>>
-      Action: { Block: { CustomResponse: Record<string, unknown> } }
-    }[]
-  const bodies = () =>
-    propsOf((acls[0] as [string, CfnResource])[1]).CustomResponseBodies as Record<
-      string,
-      { Content: string }
-    >
-
   it('answers bodies over the API limit with 413 payload_too_large before any function runs', () => {
-    const rule = rules().find((candidate) => candidate.Name === 'BodyOverApiLimit')
+    const { acl, evaluate } = webAclOf(production)
+    const rule = rulesOf(acl).find((candidate) => candidate.Name === 'BodyOverApiLimit')
     expect(rule?.Statement.SizeConstraintStatement).toMatchObject({
       FieldToMatch: { Body: { OversizeHandling: 'MATCH' } },
       ComparisonOperator: 'GT',
       Size: MAX_BODY_BYTES,
     })
     // A body of exactly the API's limit passes: WAF sees all of it (default inspection window).
-    expect(propsOf((acls[0] as [string, CfnResource])[1]).AssociationConfig).toBeUndefined()
+    expect(propsOf(acl).AssociationConfig).toBeUndefined()
     expect(MAX_BODY_BYTES).toBeLessThanOrEqual(WAF_BODY_INSPECTION_BYTES)
-    const response = rule?.Action.Block.CustomResponse as {
-      ResponseCode: number
-      CustomResponseBodyKey: string
-    }
-    expect(response.ResponseCode).toBe(413)
-    expect(JSON.parse(bodies()[response.CustomResponseBodyKey]?.Content ?? '')).toMatchObject({
+    const waf = evaluate()
+    const post = { at: 0, ip: '192.0.2.1', method: 'POST', authorization: VALID_KEY_HEADER }
+    expect(waf({ ...post, bodyBytes: MAX_BODY_BYTES }).blockedBy).toBeUndefined()
+    expect(waf({ ...post, bodyBytes: MAX_BODY_BYTES + 1 })).toEqual({
+      blockedBy: 'BodyOverApiLimit',
+      status: 413,
+    })
+    const response = rule?.Action.Block.CustomResponse as { CustomResponseBodyKey: string }
+    expect(JSON.parse(bodiesOf(acl)[response.CustomResponseBodyKey]?.Content ?? '')).toMatchObject({
       code: 'payload_too_large',
       status: 413,
     })
   })
 
-  /**
-   * Whether a statement of the subset the web ACL uses matches a request's Authorization header
-   * (absent: undefined), as WAF evaluates it: And, Not, ByteMatch STARTS_WITH and SizeConstraint
-   * on the single header, after the text transformations named.
-   */
-  type Statement = Record<string, Record<string, unknown>>
-  const matches = (statement: Statement, header: string | undefined): boolean => {
-    const [[type, body]] = Object.entries(statement) as [[string, Record<string, unknown>]]
-    if (type === 'AndStatement') {
-      return (body.Statements as Statement[]).every((inner) => matches(inner, header))
-    }
-    if (type === 'NotStatement') return !matches(body.Statement as Statement, header)
-    expect(body.FieldToMatch).toEqual({ SingleHeader: { Name: 'authorization' } })
-    if (header === undefined) return false
-    const transformations = (body.TextTransformations as { Type: string }[]).map((t) => t.Type)
-    const value = transformations.includes('LOWERCASE') ? header.toLowerCase() : header
-    if (type === 'ByteMatchStatement') {
-      expect(body.PositionalConstraint).toBe('STARTS_WITH')
-      return value.startsWith(body.SearchString as string)
-    }
-    if (type === 'SizeConstraintStatement') {
-      const size = body.Size as number
-      return body.ComparisonOperator === 'GE' ? value.length >= size : value.length <= size
-    }
-    throw new Error(`statement ${type} is not modelled here`)
-  }
-  const rateRules = () =>
-    rules().filter((rule) => rule.Statement.RateBasedStatement !== undefined) as unknown as {
-      Name: string
-      Statement: { RateBasedStatement: Record<string, unknown> }
-      Action: { Block: { CustomResponse: Record<string, unknown> } }
-    }[]
-  const VALID_KEY_HEADER = `Bearer ${'k'.repeat(40)}`
-
-  // "If you define a scope-down statement for the rule, AWS WAF only aggregates, counts, and rate
-  // limits requests that match the scope-down statement" (https://docs.aws.amazon.com/waf/latest/developerguide/waf-rule-statement-type-rate-based-request-limiting.html);
-  // with a header as custom key, "each distinct value in the header contributes to the
-  // aggregation instance" (https://docs.aws.amazon.com/waf/latest/APIReference/API_RateBasedStatementCustomKey.html).
-  it("cannot count a valid key's requests with anyone else's: each rate rule either leaves keyed requests out or counts them per key value", () => {
-    expect(rateRules().map((rule) => rule.Name)).toEqual(['KeylessPerAddress', 'RatePerKey'])
-    for (const rule of rateRules()) {
-      const statement = rule.Statement.RateBasedStatement
-      const scopeDown = statement.ScopeDownStatement as Statement | undefined
-      const countsKeyed = scopeDown === undefined || matches(scopeDown, VALID_KEY_HEADER)
-      if (!countsKeyed) continue
-      // Counted: then only per key value, never per address or across keys.
-      expect(statement.AggregateKeyType, rule.Name).toBe('CUSTOM_KEYS')
-      expect(statement.CustomKeys, rule.Name).toEqual([
-        { Header: { Name: 'authorization', TextTransformations: [{ Priority: 0, Type: 'NONE' }] } },
-      ])
-    }
-  })
-
-  it('counts requests without a key per address and answers them 429 too_many_failed_auths', () => {
-    const rule = rateRules().find((candidate) => candidate.Name === 'KeylessPerAddress')
-    const statement = rule?.Statement.RateBasedStatement as Record<string, unknown>
-    expect(statement).toMatchObject({ AggregateKeyType: 'IP', EvaluationWindowSec: 300 })
-    const scopeDown = statement.ScopeDownStatement as Statement
+  it('tells keyed from keyless requests by the shape of the Authorization header', () => {
+    const { acl } = webAclOf(production)
+    const keyless = rulesOf(acl).find((rule) => rule.Name === 'KeylessPerAddress')
+    const scopeDown = keyless?.Statement.RateBasedStatement?.ScopeDownStatement as Parameters<
+      typeof statementMatches
+    >[0]
+    const get = (authorization?: string) => ({
+      at: 0,
+      ip: '192.0.2.1',
+      method: 'GET',
+      authorization,
+    })
     for (const header of [
       undefined,
       '',
@@ -299,60 +276,300 @@ describe('the WAF web ACL', () => {
       'Bearer short',
       `Bearer ${'k'.repeat(200)}`,
     ]) {
-      expect(matches(scopeDown, header), String(header)).toBe(true)
+      expect(statementMatches(scopeDown, get(header)), String(header)).toBe(true)
     }
     for (const header of [
       VALID_KEY_HEADER,
       `bearer  ${'k'.repeat(128)}`,
       `BEARER ${'k'.repeat(20)}`,
     ]) {
-      expect(matches(scopeDown, header), header).toBe(false)
+      expect(statementMatches(scopeDown, get(header)), header).toBe(false)
     }
-    const response = rule?.Action.Block.CustomResponse as {
-      ResponseCode: number
-      CustomResponseBodyKey: string
-      ResponseHeaders: { Name: string; Value: string }[]
-    }
-    expect(response.ResponseCode).toBe(429)
-    expect(response.ResponseHeaders).toEqual([{ Name: 'Retry-After', Value: '60' }])
-    expect(JSON.parse(bodies()[response.CustomResponseBodyKey]?.Content ?? '')).toMatchObject({
-      code: 'too_many_failed_auths',
-      status: 429,
+    // A preflight is never counted, whatever it carries.
+    expect(statementMatches(scopeDown, { ...get(), method: 'OPTIONS' })).toBe(false)
+  })
+
+  describe.each([
+    ['production', production],
+    ['staging', staging],
+  ] as const)('in %s', (stage, template) => {
+    const { acl } = webAclOf(template)
+    const rate = (name: string) =>
+      rulesOf(acl).find((rule) => rule.Name === name)?.Statement.RateBasedStatement as Record<
+        string,
+        unknown
+      >
+    const ceiling = Number(rate('KeyedPerAddress').Limit)
+    const largestPlan = Number(outputOf(template, 'LargestPlanPerMinute'))
+    const throttle = STAGES[stage].throttleRateLimit
+
+    it('takes the per-address ceiling for keyed requests from the stage throttle, well above the largest plan the stage accepts', () => {
+      expect(rate('KeyedPerAddress')).toMatchObject({
+        AggregateKeyType: 'IP',
+        EvaluationWindowSec: 60,
+      })
+      // Half a minute of one method's throttle: one host never holds a method's bucket.
+      expect(ceiling).toBe(throttle * 30)
+      // The keys CLI refuses a plan above LargestPlanPerMinute: the ceiling holds it three times.
+      expect(ceiling).toBeGreaterThanOrEqual(3 * largestPlan)
+      expect(largestPlan).toBeGreaterThanOrEqual(5_000)
+      // The per-key rule sits above twice the largest plan over its 5 minutes.
+      expect(Number(rate('RatePerKey').Limit)).toBeGreaterThanOrEqual(2 * 5 * largestPlan)
+    })
+
+    it('bounds a one-address flood of random keys at the ceiling: the rest never reaches the authorizer', () => {
+      const waf = webAclOf(template).evaluate()
+      // One host sending as fast as the stage throttle lets a method serve, for 40 seconds.
+      const sent = throttle * 40
+      let passed = 0
+      const blockedBy = new Map<string | undefined, number>()
+      for (let i = 0; i < sent; i += 1) {
+        const verdict = waf({
+          at: i / throttle,
+          ip: '198.51.100.7',
+          method: 'GET',
+          authorization: `Bearer ${forgedKey(i)}`,
+        })
+        if (verdict.blockedBy === undefined) passed += 1
+        else blockedBy.set(verdict.blockedBy, (blockedBy.get(verdict.blockedBy) ?? 0) + 1)
+      }
+      // What reaches API Gateway (an authorizer call and a key-mirror read each): the ceiling.
+      expect(passed).toBe(ceiling)
+      expect([...blockedBy.keys()]).toEqual(['KeyedPerAddress'])
+      // Without the per-address rule, every one of them would have passed: each value is new.
+      const perKeyOnly = webAclEvaluator(
+        {
+          ...acl,
+          Properties: {
+            ...propsOf(acl),
+            Rules: rulesOf(acl).filter((rule) => rule.Name !== 'KeyedPerAddress'),
+          },
+        },
+        webAclOf(template).resources,
+      )
+      let unbounded = 0
+      for (let i = 0; i < 20_000; i += 1) {
+        const verdict = perKeyOnly({
+          at: i / throttle,
+          ip: '198.51.100.7',
+          method: 'GET',
+          authorization: `Bearer ${forgedKey(i)}`,
+        })
+        if (verdict.blockedBy === undefined) unbounded += 1
+      }
+      expect(unbounded).toBe(20_000)
+    })
+
+    it('never refuses a valid key from a shared address below the ceiling, whatever its neighbours send without a key', () => {
+      const waf = webAclOf(template).evaluate()
+      const nat = '203.0.113.9'
+      const refusedKeyed: number[] = []
+      let keylessRefused = 0
+      let preflightsRefused = 0
+      // A minute at the NAT: the customer's browser (a preflight before each keyed request, the
+      // key's largest plan three times over, minus one) and a neighbour's keyless flood.
+      const keyed = ceiling - 1
+      for (let i = 0; i < keyed; i += 1) {
+        const at = (i / keyed) * 59
+        const preflight = waf({ at, ip: nat, method: 'OPTIONS' })
+        if (preflight.blockedBy) preflightsRefused += 1
+        const verdict = waf({
+          at,
+          ip: nat,
+          method: i % 2 ? 'GET' : 'POST',
+          authorization: VALID_KEY_HEADER,
+        })
+        if (verdict.blockedBy) refusedKeyed.push(i)
+        if (i % 10 === 0) {
+          const flood = waf({ at, ip: nat, method: 'GET' })
+          if (flood.blockedBy === 'KeylessPerAddress') keylessRefused += 1
+        }
+      }
+      expect(refusedKeyed).toEqual([])
+      expect(preflightsRefused).toBe(0)
+      // The neighbour's keyless flood is refused past its own limit, and only it.
+      expect(keylessRefused).toBeGreaterThan(0)
+      // The ceiling-th passes; past it, the address's keyed requests are refused (with any key).
+      expect(
+        waf({ at: 59.5, ip: nat, method: 'GET', authorization: VALID_KEY_HEADER }).blockedBy,
+      ).toBeUndefined()
+      expect(waf({ at: 59.6, ip: nat, method: 'GET', authorization: VALID_KEY_HEADER })).toEqual({
+        blockedBy: 'KeyedPerAddress',
+        status: 429,
+      })
+      // Another address with the same key is not.
+      expect(
+        waf({ at: 59.5, ip: '192.0.2.44', method: 'GET', authorization: VALID_KEY_HEADER })
+          .blockedBy,
+      ).toBeUndefined()
+    })
+
+    it('counts one key in one per-key counter, whichever of its 1,024 accepted spellings it is sent in', () => {
+      const key = rate('RatePerKey')
+      expect(key.CustomKeys).toEqual([
+        {
+          Header: {
+            Name: 'authorization',
+            TextTransformations: [
+              { Priority: 0, Type: 'LOWERCASE' },
+              { Priority: 1, Type: 'COMPRESS_WHITE_SPACE' },
+            ],
+          },
+        },
+      ])
+      const [header] = key.CustomKeys as { Header: { TextTransformations: { Type: string }[] } }[]
+      const spellings = spellingsOf('k'.repeat(40))
+      expect(spellings).toHaveLength(1_024)
+      for (const spelling of spellings)
+        expect(new RegExp(BEARER_TOKEN_VALIDATION_PATTERN).test(spelling)).toBe(true)
+      expect(
+        new Set(
+          spellings.map((spelling) =>
+            transform(spelling, header?.Header.TextTransformations ?? []),
+          ),
+        ).size,
+      ).toBe(1)
+      // Spread over many addresses, the spellings still add up in the one counter: with the
+      // rule's limit lowered to 1,000 (its real one takes 500,000 requests to reach), the
+      // 1,001st spelling is refused.
+      const lowered = {
+        ...acl,
+        Properties: {
+          ...propsOf(acl),
+          Rules: rulesOf(acl).map((rule) =>
+            rule.Name === 'RatePerKey'
+              ? { ...rule, Statement: { RateBasedStatement: { ...key, Limit: 1_000 } } }
+              : rule,
+          ),
+        },
+      }
+      const waf = webAclEvaluator(lowered, webAclOf(template).resources)
+      const verdicts = spellings.map((spelling, i) =>
+        waf({
+          at: i / 10,
+          ip: `10.0.${i >> 8}.${i & 255}`,
+          method: 'GET',
+          authorization: spelling,
+        }),
+      )
+      expect(verdicts.findIndex((verdict) => verdict.blockedBy !== undefined)).toBe(1_000)
+      expect(new Set(verdicts.slice(1_000).map((verdict) => verdict.blockedBy))).toEqual(
+        new Set(['RatePerKey']),
+      )
+    })
+
+    it('refuses every request of an address the operator put on the block list, which starts empty', () => {
+      const [[blockedId, blocked]] = resourcesOf(template, 'AWS::WAFv2::IPSet').filter(([, set]) =>
+        String(propsOf(set).Name).endsWith('-blocked-addresses'),
+      ) as [[string, CfnResource]]
+      expect(propsOf(blocked)).toMatchObject({
+        Addresses: [],
+        Scope: 'REGIONAL',
+        IPAddressVersion: 'IPV4',
+      })
+      expect(template.toJSON().Outputs.BlockedAddressesIpSet?.Value).toEqual({ Ref: blockedId })
+      const resources = {
+        ...webAclOf(template).resources,
+        [blockedId]: {
+          ...blocked,
+          Properties: { ...propsOf(blocked), Addresses: ['198.51.100.0/24'] },
+        },
+      }
+      const waf = webAclEvaluator(acl, resources)
+      expect(
+        waf({ at: 0, ip: '198.51.100.7', method: 'GET', authorization: VALID_KEY_HEADER }),
+      ).toEqual({
+        blockedBy: 'BlockedAddresses',
+        status: 429,
+      })
+      expect(
+        waf({ at: 0, ip: '198.51.101.7', method: 'GET', authorization: VALID_KEY_HEADER })
+          .blockedBy,
+      ).toBeUndefined()
     })
   })
 
-  it('limits a key above twice the largest plan the keys CLI accepts on the stage (a 20,000/min customer plan included)', () => {
-    const outputs = production.toJSON().Outputs as Record<string, { Value: string }>
-    const largest = Number(outputs.LargestPlanPerMinute?.Value)
-    expect(largest).toBeGreaterThanOrEqual(20_000)
-    expect(largest).toBeGreaterThanOrEqual(PLAN_LIMITS.business.perMinute)
-    const rule = rateRules().find((candidate) => candidate.Name === 'RatePerKey')
-    const limit = Number(rule?.Statement.RateBasedStatement.Limit)
-    // WAF's window is 5 minutes: a key of that plan sends at most 5 x largest admitted requests.
-    expect(limit).toBeGreaterThanOrEqual(2 * 5 * largest)
-    expect(rule?.Statement.RateBasedStatement.EvaluationWindowSec).toBe(300)
-    expect(
-      matches(rule?.Statement.RateBasedStatement.ScopeDownStatement as Statement, VALID_KEY_HEADER),
-    ).toBe(true)
+  it('exempts a known egress address from the per-address ceiling, never from the per-key limit', () => {
+    const exempted = synthesizeApp({
+      'staging.wafExemptAddresses': '203.0.113.0/28, 192.0.2.10',
+    }).stage('staging').api
+    const [[, set]] = resourcesOf(exempted, 'AWS::WAFv2::IPSet').filter(([, candidate]) =>
+      String(propsOf(candidate).Name).endsWith('-exempt-addresses'),
+    ) as [[string, CfnResource]]
+    expect(propsOf(set).Addresses).toEqual(['203.0.113.0/28', '192.0.2.10/32'])
+    const { acl, evaluate } = webAclOf(exempted)
+    const ceiling = Number(
+      rulesOf(acl).find((rule) => rule.Name === 'KeyedPerAddress')?.Statement.RateBasedStatement
+        ?.Limit,
+    )
+    expect(ceiling).toBe(30_000)
+    const waf = evaluate()
+    for (let i = 0; i <= ceiling; i += 1) {
+      const verdict = waf({
+        at: i / 10_000,
+        ip: '203.0.113.5',
+        method: 'GET',
+        authorization: `Bearer ${forgedKey(i)}`,
+      })
+      expect(verdict.blockedBy).toBeUndefined()
+    }
+    // An address outside the set is held at the ceiling.
+    const outside = Array.from({ length: ceiling + 1 }, (_, i) =>
+      waf({
+        at: i / 10_000,
+        ip: '203.0.113.99',
+        method: 'GET',
+        authorization: `Bearer ${forgedKey(i)}`,
+      }),
+    )
+    expect(outside.filter((verdict) => verdict.blockedBy === 'KeyedPerAddress')).toHaveLength(1)
+    expect(() => synthesizeApp({ 'staging.wafExemptAddresses': '2001:db8::/32' })).toThrow(
+      /wafExemptAddresses.*IPv4 addresses or CIDR blocks/,
+    )
   })
 
-  it('follows largestPlanPerMinute, and refuses the old per-address setting by name', () => {
-    const raised = synthesizeApp({ 'production.largestPlanPerMinute': '100000' })
-    const outputs = raised.stage('production').api.toJSON().Outputs as Record<
-      string,
-      { Value: string }
-    >
-    expect(outputs.LargestPlanPerMinute?.Value).toBe('100000')
-    const [[, acl]] = resourcesOf(raised.stage('production').api, 'AWS::WAFv2::WebACL') as [
-      [string, CfnResource],
-    ]
-    const perKey = (propsOf(acl).Rules as { Name: string; Statement: Statement }[]).find(
+  it('answers each rate rule with 429 and Retry-After in the API Error shape', () => {
+    const { acl } = webAclOf(production)
+    const expected = {
+      BlockedAddresses: ['rate_limited', '300'],
+      KeylessPerAddress: ['too_many_failed_auths', '60'],
+      KeyedPerAddress: ['rate_limited', '60'],
+      RatePerKey: ['rate_limited', '60'],
+    }
+    for (const [name, [code, retryAfter]] of Object.entries(expected)) {
+      const response = rulesOf(acl).find((rule) => rule.Name === name)?.Action.Block
+        .CustomResponse as {
+        ResponseCode: number
+        CustomResponseBodyKey: string
+        ResponseHeaders: { Name: string; Value: string }[]
+      }
+      expect(response.ResponseCode, name).toBe(429)
+      expect(response.ResponseHeaders).toEqual([{ Name: 'Retry-After', Value: retryAfter }])
+      expect(
+        JSON.parse(bodiesOf(acl)[response.CustomResponseBodyKey]?.Content ?? ''),
+      ).toMatchObject({
+        code,
+        status: 429,
+      })
+    }
+  })
+
+  it('follows largestPlanPerMinute within the ceiling, and refuses the old per-address setting by name', () => {
+    const raised = synthesizeApp({ 'production.largestPlanPerMinute': '50000' })
+    expect(outputOf(raised.stage('production').api, 'LargestPlanPerMinute')).toBe('50000')
+    const perKey = rulesOf(webAclOf(raised.stage('production').api).acl).find(
       (rule) => rule.Name === 'RatePerKey',
     )
-    expect(perKey?.Statement.RateBasedStatement?.Limit).toBe(1_000_000)
-    expect(() => synthesizeApp({ 'production.largestPlanPerMinute': '200000' })).toThrow(
-      /largestPlanPerMinute.*raise throttleRateLimit/s,
+    expect(perKey?.Statement.RateBasedStatement?.Limit).toBe(500_000)
+    expect(() => synthesizeApp({ 'production.largestPlanPerMinute': '50001' })).toThrow(
+      /largestPlanPerMinute.*at most 50000.*raise throttleRateLimit/s,
     )
+    // A larger throttle makes room: 10,000/s gives 300,000 a minute per address, 100,000 a plan.
+    const bigger = synthesizeApp({
+      'production.throttleRateLimit': '10000',
+      'production.largestPlanPerMinute': '100000',
+    })
+    expect(outputOf(bigger.stage('production').api, 'LargestPlanPerMinute')).toBe('100000')
     expect(() => synthesizeApp({ 'production.wafRateLimitPer5Minutes': '50000' })).toThrow(
       /wafRateLimitPer5Minutes.*wafKeylessPer5Minutes/s,
     )

@@ -75,13 +75,68 @@ describe('per-stage settings', () => {
   })
 
   it('raises the default rate to a larger Enterprise backstop rate', () => {
-    // 600,000 per minute: a backstop of 20,000 requests/s, above production's default.
+    // 600,000 per minute: a backstop of 20,000 requests/s, above production's default (the
+    // backstop floor alone: without the WAF).
+    expect(
+      readStageConfig(
+        contextOf({ 'production.enterpriseLimits': '600000/900000000', 'production.waf': false }),
+        'production',
+      ),
+    ).toMatchObject({ throttleRateLimit: 20_000, throttleBurstLimit: 5_000 })
+  })
+
+  it('with the WAF, raises the floor so half a minute of it holds the largest plan three times', () => {
+    // Enterprise 5,000 a minute: one address may send 30 x rate a minute, at least 15,000.
+    expect(() =>
+      readStageConfig(contextOf({ 'staging.throttleRateLimit': '499' }), 'staging'),
+    ).toThrow(
+      /staging\.throttleRateLimit="499": expected an integer of at least 500 \(with the WAF on, one address may take half of it/,
+    )
+    expect(
+      readStageConfig(contextOf({ 'staging.throttleRateLimit': '500' }), 'staging'),
+    ).toMatchObject({
+      throttleRateLimit: 500,
+      wafKeyedPerAddressPerMinute: 15_000,
+      largestPlanPerMinute: 5_000,
+    })
+    // 600,000 a minute: 60,000/s.
     expect(
       readStageConfig(
         contextOf({ 'production.enterpriseLimits': '600000/900000000' }),
         'production',
       ),
-    ).toMatchObject({ throttleRateLimit: 20_000, throttleBurstLimit: 5_000 })
+    ).toMatchObject({ throttleRateLimit: 60_000, wafKeyedPerAddressPerMinute: 1_800_000 })
+    // The defaults: staging 1,000/s holds 30,000 a minute per address and plans up to 10,000.
+    expect(readStageConfig(contextOf({}), 'staging')).toMatchObject({
+      wafKeyedPerAddressPerMinute: 30_000,
+      largestPlanPerMinute: 10_000,
+    })
+    expect(readStageConfig(contextOf({}), 'production')).toMatchObject({
+      wafKeyedPerAddressPerMinute: 150_000,
+      largestPlanPerMinute: 50_000,
+    })
+    // The ceiling may be lowered, never raised past half the throttle, nor below 3 x the plan.
+    expect(
+      readStageConfig(
+        contextOf({ 'production.wafKeyedPerAddressPerMinute': '60000' }),
+        'production',
+      ),
+    ).toMatchObject({ wafKeyedPerAddressPerMinute: 60_000, largestPlanPerMinute: 20_000 })
+    expect(() =>
+      readStageConfig(
+        contextOf({ 'production.wafKeyedPerAddressPerMinute': '150001' }),
+        'production',
+      ),
+    ).toThrow(/wafKeyedPerAddressPerMinute="150001": expected an integer from 10 to 150000/)
+    expect(() =>
+      readStageConfig(
+        contextOf({
+          'production.wafKeyedPerAddressPerMinute': '60000',
+          'production.largestPlanPerMinute': '20001',
+        }),
+        'production',
+      ),
+    ).toThrow(/largestPlanPerMinute="20001": expected at most 20000/)
   })
 
   it('takes its floor from the Enterprise limits, or Business when Enterprise is smaller', () => {
@@ -95,7 +150,11 @@ describe('per-stage settings', () => {
     })
     expect(
       readStageConfig(
-        contextOf({ 'staging.enterpriseLimits': '100/2000', 'staging.throttleRateLimit': '34' }),
+        contextOf({
+          'staging.enterpriseLimits': '100/2000',
+          'staging.throttleRateLimit': '34',
+          'staging.waf': false,
+        }),
         'staging',
       ),
     ).toMatchObject({ throttleRateLimit: 34 })
@@ -104,12 +163,19 @@ describe('per-stage settings', () => {
   it('takes a stage throttle at or above the floor and refuses one below it', () => {
     expect(
       readStageConfig(
-        contextOf({ 'staging.throttleRateLimit': '167', 'staging.throttleBurstLimit': 20_000 }),
+        contextOf({
+          'staging.throttleRateLimit': '167',
+          'staging.throttleBurstLimit': 20_000,
+          'staging.waf': false,
+        }),
         'staging',
       ),
     ).toMatchObject({ throttleRateLimit: 167, throttleBurstLimit: 20_000 })
     expect(() =>
-      readStageConfig(contextOf({ 'staging.throttleRateLimit': '166' }), 'staging'),
+      readStageConfig(
+        contextOf({ 'staging.throttleRateLimit': '166', 'staging.waf': false }),
+        'staging',
+      ),
     ).toThrow(
       'Invalid context staging.throttleRateLimit="166": expected an integer of at least 167 (the enterprise usage plan\'s backstop is 166.67 requests/s; a lower stage throttle would refuse requests that plan allows)',
     )
@@ -122,6 +188,7 @@ describe('per-stage settings', () => {
         contextOf({
           'production.enterpriseLimits': '12000/3000000',
           'production.throttleRateLimit': '300',
+          'production.waf': false,
         }),
         'production',
       ),
@@ -155,14 +222,14 @@ describe('per-stage settings', () => {
     expect(readStageConfig(context, 'staging').alarmEmail).toBeUndefined()
   })
 
-  it('rolls out gradually and puts the WAF in front in production only, unless told otherwise', () => {
+  it('rolls out gradually in production only and puts the WAF in front of both stages, unless told otherwise', () => {
     expect(readStageConfig(contextOf({}), 'production')).toMatchObject({
       gradualDeployment: true,
       waf: true,
     })
     expect(readStageConfig(contextOf({}), 'staging')).toMatchObject({
       gradualDeployment: false,
-      waf: false,
+      waf: true,
     })
     // `-c waf=false` switches every stage; `-c <stage>.waf` still wins for its stage.
     const context = contextOf({ waf: 'false', gradualDeployment: 'true', 'production.waf': 'true' })
@@ -259,7 +326,7 @@ describe('stage settings, step by step', () => {
     const enterprise = { perMinute: 60_000, perDay: 10_000_000 }
 
     // Act
-    const throttle = stageThrottleOf(staging({}), STAGES.staging, enterprise)
+    const throttle = stageThrottleOf(staging({}), STAGES.staging, enterprise, false)
 
     // Assess
     expect(throttle).toEqual({ throttleRateLimit: 2_000, throttleBurstLimit: 2_000 })
