@@ -190,8 +190,13 @@ export const runSmoke = async (options: SmokeOptions): Promise<SmokeResult> => {
   const checks = async () => {
     // First, before a key is made: an address locked out for failed authentications gets 429
     // where the 401s are checked, and the run says how long to wait instead of failing them.
+    const before = answers.length
     const refused = await unlessInterrupted('401', () => unauthorizedRefused(recorder))
-    const locked = lockoutOf(answers.at(-1)?.response)
+    // Any of its answers: a wrong key and no key are counted apart, and either can be refused.
+    const locked = answers
+      .slice(before)
+      .map(({ response }) => lockoutOf(response))
+      .find((lockout) => lockout !== undefined)
     if (!refused && locked !== undefined) {
       run.stopped = `this address is locked out for ${locked.seconds} s`
       return
