@@ -20,8 +20,26 @@ const env = { POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_DEV: 'false' }
 const HANG_GUARD_MS = 30_000
 const CHILD_PROCESS_HANG_GUARD_MS = 90_000
 
+/**
+ * The `slow` project: files that run the project as child processes (`npm start`, the keys and
+ * smoke CLIs as a user runs them), pack and install the client package, or drive Chromium. They
+ * took half of the suite's time; `npm test` leaves them out, so it answers within a minute, and
+ * `npm run test:all` (what CI runs) adds them (PETSTORE_SLOW_TESTS=1).
+ */
+const SLOW_FILES = [
+  'test/e2e/browser.test.ts',
+  'test/e2e/client-package.test.ts',
+  'test/e2e/keys-cli.test.ts',
+  'test/e2e/local-control-plane-guard.test.ts',
+  'test/e2e/local-key-file.test.ts',
+  'test/e2e/local-server-restart.test.ts',
+  'test/e2e/local-server.test.ts',
+  'test/e2e/smoke-test.test.ts',
+]
+const slowTests = process.env.PETSTORE_SLOW_TESTS === '1'
+
 /** The order the projects run in: the infra files last, as they wait for the app's synthesis. */
-const PROJECT_ORDER = ['e2e', 'integration', 'unit', 'infra', 'moto']
+const PROJECT_ORDER = ['slow', 'e2e', 'integration', 'unit', 'infra', 'moto']
 
 /**
  * One project after another, its longest files first. A worker runs the next file only if it is of
@@ -78,6 +96,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
+          exclude: SLOW_FILES,
           // One module graph per worker, as for integration: each in-process server still gets
           // function instances of its own (entryUrl in local/local-server.ts). A module graph per
           // file cost about 15 s of CPU.
@@ -86,6 +105,20 @@ export default defineConfig({
           hookTimeout: 60_000,
         },
       },
+      ...(slowTests
+        ? [
+            {
+              extends: true,
+              test: {
+                name: 'slow',
+                include: SLOW_FILES,
+                isolate: false,
+                testTimeout: CHILD_PROCESS_HANG_GUARD_MS,
+                hookTimeout: 120_000,
+              },
+            },
+          ]
+        : []),
       {
         extends: true,
         test: {

@@ -25,5 +25,5 @@ wait_until_answers "http://127.0.0.1:$port" "$work/dynamodb-local.log"
 # enough for the SDK time limits to answer 503s that no test expects. The fuzz and load suites run
 # at ten times npm test's counts here (test/support/test-scale.ts).
 PETSTORE_TEST_SCALE="${PETSTORE_TEST_SCALE:-10}" DYNAMODB_ENDPOINT="http://127.0.0.1:$port" AWS_REGION=us-east-1 \
-  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local \
-  npx vitest run --project integration --project e2e --maxWorkers=1 "$@"
+  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local PETSTORE_SLOW_TESTS=1 \
+  npx vitest run --project integration --project e2e --project slow --maxWorkers=1 "$@"
