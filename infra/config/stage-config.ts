@@ -375,4 +375,5 @@ export const logRemovalPolicy = (config: StageConfig): RemovalPolicy =>
  * Of the rate-limit table, which holds the usage history billing reads: production keeps it as it
  * keeps its logs, for the same reason (docs/rate-limits-and-keys.md, "The usage history").
  */
-export const usageHistoryRemovalPolicy = logRemovalPolicy
+export const usageHistoryRemovalPolicy = (config: StageConfig): RemovalPolicy =>
+  logRemovalPolicy(config)
