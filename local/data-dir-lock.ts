@@ -44,6 +44,12 @@ export interface DataDirLock {
   release(): Promise<void>
 }
 
+/**
+ * The data directory the message suggests for a second server. It will hold keys and the control
+ * plane's secret: `.gitignore` covers it, as test/unit/ignored-secrets.test.ts checks.
+ */
+export const SECOND_DATA_DIR = '.petstore-2'
+
 export const lockDataDir = async (dataDir: string): Promise<DataDirLock> => {
   const file = join(dataDir, LOCK_FILE)
   const write = (record: LockRecord, flag: 'wx' | 'w') =>
@@ -57,7 +63,7 @@ export const lockDataDir = async (dataDir: string): Promise<DataDirLock> => {
       const holder = await readLock(file)
       if (holder && alive(holder.pid)) {
         throw new DataDirInUseError(
-          `the data directory ${resolve(dataDir)} is in use by ${holder.url ? `the server at ${holder.url}` : 'a server starting'} (pid ${holder.pid}). Use that server, stop it first, or start this one on other data: PETSTORE_DATA_DIR=.petstore-2 PORT=3001 npm start`,
+          `the data directory ${resolve(dataDir)} is in use by ${holder.url ? `the server at ${holder.url}` : 'a server starting'} (pid ${holder.pid}). Use that server, stop it first, or start this one on other data: PETSTORE_DATA_DIR=${SECOND_DATA_DIR} PORT=3001 npm start`,
         )
       }
       // Left by a server that is gone: take it over.

@@ -151,6 +151,11 @@ if (!installed) {
         }
       }
       const text = await page.locator('body').innerText()
+      // Words a reader sees as they are meant: Markdown rendered (no raw backticks), the pets
+      // called pets, no licence placeholder (the document's licence: test/unit/docs-claims.test.ts).
+      expect(text).not.toContain('`')
+      expect(text).not.toMatch(/animal/i)
+      expect(text).not.toContain('LicenseRef')
       // Every path is there (Redoc shows it beside each operation).
       for (const operation of operations()) expect(text).toContain(operation.path)
       // Every request to the network was refused, and the page read whole all the same. The one

@@ -62,3 +62,53 @@ describe('request ids, as the docs ask for them', () => {
     for (const path of DOCS) expect(read(path), path).not.toMatch(/X-Request-Id/i)
   })
 })
+
+describe('the licence', () => {
+  const licence = read('LICENSE')
+  const root = JSON.parse(read('package.json')) as { license: string }
+  const client = JSON.parse(read('client/package.json')) as { license: string }
+  const api = JSON.parse(read('openapi/openapi.json')) as {
+    info: { license: { name: string; identifier: string } }
+  }
+
+  it('is MIT, the same in the repository, the client package and the OpenAPI document', () => {
+    expect(licence).toMatch(/^MIT License\n/)
+    expect(read('client/LICENSE')).toBe(licence)
+    expect(root.license).toBe('MIT')
+    expect(client.license).toBe('MIT')
+    expect(api.info.license).toEqual({ name: 'MIT', identifier: 'MIT' })
+  })
+
+  it('is stated in the README', () => {
+    expect(read('README.md')).toMatch(/## Licence\n\nMIT/)
+  })
+})
+
+describe('the API reference page (/docs), as the OpenAPI document feeds it', () => {
+  const api = read('openapi/openapi.json')
+  const document = JSON.parse(api) as {
+    servers: { description: string; variables?: Record<string, { description: string }> }[]
+  }
+
+  it('calls the pets pets', () => {
+    expect(api).not.toMatch(/animal/i)
+  })
+
+  it('puts no Markdown where the page prints text as it is (servers and their variables)', () => {
+    for (const server of document.servers) {
+      expect(server.description).not.toContain('`')
+      for (const variable of Object.values(server.variables ?? {})) {
+        expect(variable.description).not.toContain('`')
+      }
+    }
+  })
+})
+
+describe('the Node the docs ask for', () => {
+  it('is Node 24 for the project; an older Node only runs npm ci, and its warnings are explained', () => {
+    const local = read('docs/local-server.md')
+    expect(local).not.toMatch(/any Node ≥ ?20/)
+    expect(local).toContain('EBADENGINE')
+    expect(read('README.md')).toContain('EBADENGINE')
+  })
+})
