@@ -22,19 +22,22 @@ const CHILD_PROCESS_HANG_GUARD_MS = 90_000
 
 /**
  * The `slow` project: files that run the project as child processes (`npm start`, the keys and
- * smoke CLIs as a user runs them), pack and install the client package, or drive Chromium. They
- * took half of the suite's time; `npm test` leaves them out, so it answers within a minute, and
+ * smoke CLIs as a user runs them), pack and install the client package, drive Chromium, or load
+ * the key sync and the local server at scale (1,000 plans, 200 concurrent creates). They took over
+ * half of the suite's time; `npm test` leaves them out, so it answers within a minute, and
  * `npm run test:all` (what CI runs) adds them (PETSTORE_SLOW_TESTS=1).
  */
 const SLOW_FILES = [
   'test/e2e/browser.test.ts',
   'test/e2e/client-package.test.ts',
   'test/e2e/keys-cli.test.ts',
+  'test/e2e/load-without-loss.test.ts',
   'test/e2e/local-control-plane-guard.test.ts',
   'test/e2e/local-key-file.test.ts',
   'test/e2e/local-server-restart.test.ts',
   'test/e2e/local-server.test.ts',
   'test/e2e/smoke-test.test.ts',
+  'test/integration/key-sync-at-scale.test.ts',
 ]
 const slowTests = process.env.PETSTORE_SLOW_TESTS === '1'
 
@@ -84,6 +87,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
+          exclude: SLOW_FILES,
           // One module graph and one dynalite per worker (test/support/dynamo-test-env.ts): files
           // use tables of their own, and reimporting the SDK and handlers per file cost 10 s.
           isolate: false,
