@@ -35,6 +35,19 @@ const allowResult = (effect: 'Allow' | 'Deny' = 'Allow'): APIGatewayAuthorizerRe
 const authorizerAnswering = (answer: () => APIGatewayAuthorizerResult) =>
   vi.fn<TokenAuthorizer>(async () => answer())
 
+/** An authorizer that allows once `release()` is called: calls made before then are under way. */
+const heldAuthorizer = () => {
+  let release: () => void = () => undefined
+  const released = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  const authorizer = vi.fn<TokenAuthorizer>(async () => {
+    await released
+    return allowResult()
+  })
+  return { authorizer, release }
+}
+
 const cacheFor = (ttlSeconds: number) => new AuthorizerCache({ ttlSeconds, clock: () => T0 })
 
 const authorization = (overrides: Partial<Authorization> = {}): Authorization => ({
@@ -169,14 +182,7 @@ describe('step 2: the authorizer', () => {
 
   it('lets requests that miss the cache together share one authorizer call', async () => {
     // Prepare: the authorizer answers only once all ten asked
-    let release: () => void = () => undefined
-    const released = new Promise<void>((resolve) => {
-      release = resolve
-    })
-    const authorizer = vi.fn<TokenAuthorizer>(async () => {
-      await released
-      return allowResult()
-    })
+    const { authorizer, release } = heldAuthorizer()
     const cache = cacheFor(60)
 
     // Act
@@ -203,14 +209,7 @@ describe('step 2: the authorizer', () => {
 
   it('does not cache an answer that was under way when the cache was flushed', async () => {
     // Prepare
-    let release: () => void = () => undefined
-    const released = new Promise<void>((resolve) => {
-      release = resolve
-    })
-    const authorizer = vi.fn<TokenAuthorizer>(async () => {
-      await released
-      return allowResult()
-    })
+    const { authorizer, release } = heldAuthorizer()
     const cache = cacheFor(60)
 
     // Act: a key change flushes the cache while the first call is under way
