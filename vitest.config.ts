@@ -13,11 +13,14 @@ const env = { POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_DEV: 'false' }
  * A test's time limit guards against a hang, never measures speed (that is the bench's). The
  * CPU-bound unit tests (every one-character change of 40 cursors, 60 days of limiter items) take
  * about 1 s on an idle 2-core machine and over 7 s at a load average of 10, past vitest's 5 s
- * default: unit and integration tests get 30 s; e2e tests, some of which start `npm start` and
- * CLI child processes (each transpiles its TypeScript: over 30 s in all at a load average of
- * 15), get 90 s; infra and moto more, for synthesis.
+ * default: unit tests get 30 s; integration tests 120 s (the key sync's simulations of minutes
+ * of keys and plans took over 30 s at a load average of 20); e2e tests, some of which start
+ * `npm start` and CLI child processes (each transpiles its TypeScript: over 30 s in all at a load
+ * average of 15), get 90 s; infra (cfn-lint took over 60 s at a load average of 15) and moto
+ * 120 s.
  */
 const HANG_GUARD_MS = 30_000
+const INTEGRATION_HANG_GUARD_MS = 120_000
 const CHILD_PROCESS_HANG_GUARD_MS = 90_000
 
 /**
@@ -91,7 +94,7 @@ export default defineConfig({
           // One module graph and one dynalite per worker (test/support/dynamo-test-env.ts): files
           // use tables of their own, and reimporting the SDK and handlers per file cost 10 s.
           isolate: false,
-          testTimeout: HANG_GUARD_MS,
+          testTimeout: INTEGRATION_HANG_GUARD_MS,
           hookTimeout: 60_000,
         },
       },
@@ -132,7 +135,7 @@ export default defineConfig({
           globalSetup: ['test/infra/support/app-synthesis-setup.ts'],
           // The files share no mutable state: one module graph per worker imports aws-cdk-lib once.
           isolate: false,
-          testTimeout: 60_000,
+          testTimeout: 120_000,
           hookTimeout: 120_000,
         },
       },
