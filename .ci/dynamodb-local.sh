@@ -30,8 +30,8 @@ wait_until_answers "http://127.0.0.1:$port" "$work/dynamodb-local.log"
 # at ten times npm test's counts here (test/support/test-scale.ts).
 export DYNAMODB_ENDPOINT="http://127.0.0.1:$port" AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 # The sources first (PETSTORE_BUNDLES would put the bundles behind the e2e servers too).
-env -u PETSTORE_BUNDLES PETSTORE_TEST_SCALE="${PETSTORE_TEST_SCALE:-10}" \
-  npx vitest run --project integration --project e2e --maxWorkers=1 "$@"
+env -u PETSTORE_BUNDLES PETSTORE_TEST_SCALE="${PETSTORE_TEST_SCALE:-10}" PETSTORE_SLOW_TESTS=1 \
+  npx vitest run --project integration --project e2e --project slow --maxWorkers=1 "$@"
 
 # With PETSTORE_BUNDLES (a cloud assembly, .ci/run: the one the release dry run tested), the
 # end-to-end suite again on its bundles, each function in a process of its own, on this DynamoDB

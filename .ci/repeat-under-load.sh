@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs `npm test` RUNS times (default 10) with BUSY CPU-bound loops (default 2) beside it, as a
-# busy CI machine would, and then, with DYNAMODB_LOCAL_RUNS > 0, the DynamoDB Local pass that many
-# times. Each run's output goes to LOG_DIR (default a new temporary folder); a line per run says
+# busy CI machine would (SCRIPT=test:all: the slow project too), and then, with
+# DYNAMODB_LOCAL_RUNS > 0, the DynamoDB Local pass that many times. Each run's output goes to LOG_DIR (default a new temporary folder); a line per run says
 # its exit code, duration and load average. Exits non-zero if any run failed. Not part of CI: it
 # is how a flaky test is hunted (README, Tests).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 runs="${RUNS:-10}"
+script="${SCRIPT:-test}"
 busy="${BUSY:-2}"
 dynamodb_local_runs="${DYNAMODB_LOCAL_RUNS:-0}"
 log_dir="${LOG_DIR:-$(mktemp -d)}"
@@ -34,7 +35,7 @@ record() { # name, command...
 }
 
 echo "logs in $log_dir, $busy busy loop(s)"
-for i in $(seq 1 "$runs"); do record "npm-test-$i" npm test; done
+for i in $(seq 1 "$runs"); do record "npm-$script-$i" npm run "$script"; done
 for i in $(seq 1 "$dynamodb_local_runs"); do record "dynamodb-local-$i" bash .ci/dynamodb-local.sh; done
 echo "$failed failed of $((runs + dynamodb_local_runs)) runs"
 [ "$failed" -eq 0 ]

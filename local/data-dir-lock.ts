@@ -75,6 +75,12 @@ export interface DataDirLock {
   release(): Promise<void>
 }
 
+/**
+ * The data directory the message suggests for a second server. It will hold keys and the control
+ * plane's secret: `.gitignore` covers it, as test/unit/ignored-secrets.test.ts checks.
+ */
+export const SECOND_DATA_DIR = '.petstore-2'
+
 export interface LockOptions {
   /** This server's process (tests stand in for two processes in one). */
   pid?: number
@@ -91,7 +97,7 @@ export const lockDataDir = async (
     writeFile(path, `${JSON.stringify(record)}\n`, { flag, mode: 0o600 })
   const inUse = (holder: LockRecord | undefined) =>
     new DataDirInUseError(
-      `the data directory ${resolve(dataDir)} is in use by ${holder?.url ? `the server at ${holder.url}` : 'a server starting'}${holder ? ` (pid ${holder.pid})` : ''}. Use that server, stop it first, or start this one on other data: PETSTORE_DATA_DIR=.petstore-2 PORT=3001 npm start`,
+      `the data directory ${resolve(dataDir)} is in use by ${holder?.url ? `the server at ${holder.url}` : 'a server starting'}${holder ? ` (pid ${holder.pid})` : ''}. Use that server, stop it first, or start this one on other data: PETSTORE_DATA_DIR=${SECOND_DATA_DIR} PORT=3001 npm start`,
     )
   const claim = async (): Promise<boolean> => {
     try {

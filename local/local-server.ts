@@ -2,7 +2,6 @@ import { mkdir } from 'node:fs/promises'
 import { createServer, type RequestListener, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
-import type { Duplex } from 'node:stream'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
@@ -31,6 +30,7 @@ import {
 } from '#local/control-plane/local-key-sync-runner.ts'
 import { withApiReference } from '#local/gateway/api-reference-route.ts'
 import { AuthorizerCache } from '#local/gateway/authorizer-cache.ts'
+import { clientErrorAnswer } from '#local/gateway/client-error.ts'
 import { refuseTunnel } from '#local/gateway/gateway-http.ts'
 import {
   createLocalGateway,
@@ -170,32 +170,6 @@ export const MAX_HEADER_BYTES = 10_240
 /** How long a stop waits for requests in flight before it closes their connections. */
 export const SHUTDOWN_GRACE_MS = 3_000
 
-/**
- * Requests Node refuses before the gateway sees them (headers over the limit, malformed HTTP)
- * still get the API's Error body, not Node's bare status line.
- */
-const answerClientError = (error: NodeJS.ErrnoException, socket: Duplex): void => {
-  if (!socket.writable) {
-    socket.destroy()
-    return
-  }
-  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW'
-  const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-  const status = timedOut ? 408 : 400
-  const body = JSON.stringify({
-    code: 'validation_failed',
-    message: tooLarge
-      ? `The request line and headers are larger than ${MAX_HEADER_BYTES} bytes.`
-      : timedOut
-        ? 'The request was not received in time.'
-        : 'The request is not valid HTTP.',
-    status,
-  })
-  socket.end(
-    `HTTP/1.1 ${status} ${timedOut ? 'Request Timeout' : 'Bad Request'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  )
-}
-
 export const startLocal = async (
   config: LocalConfig,
   options: StartLocalOptions = {},
@@ -249,7 +223,10 @@ const loadFunctions = async (config: LocalConfig, environment: Record<string, st
 }
 
 /** The HTTP server the gateway and the control plane share, set as API Gateway behaves. */
-const httpServerFor = (listener: RequestListener): Server => {
+const httpServerFor = (
+  listener: RequestListener,
+  { requestLog, clock }: Pick<StartLocalOptions, 'requestLog' | 'clock'>,
+): Server => {
   const server = createServer(
     // Node answers an HTTP/1.1 request without Host with a bare 400. The gateway hands the
     // functions its own Host whatever the client sent, so such a request is served as any other.
@@ -261,7 +238,10 @@ const httpServerFor = (listener: RequestListener): Server => {
   server.on('checkContinue', listener)
   server.on('checkExpectation', listener)
   server.on('connect', refuseTunnel)
-  server.on('clientError', answerClientError)
+  server.on(
+    'clientError',
+    clientErrorAnswer({ maxHeaderBytes: MAX_HEADER_BYTES, requestLog, clock }),
+  )
   server.keepAliveTimeout = 5_000
   // A client may take as long as API Gateway's integration timeout (29 s) to send its request.
   server.requestTimeout = 30_000
@@ -423,7 +403,7 @@ const startOn = async (
   const listener = options.requestLog
     ? withRequestLog(served, options.requestLog, options.clock)
     : served
-  const server = httpServerFor(listener)
+  const server = httpServerFor(listener, options)
   let address: AddressInfo
   try {
     address = await listen(server, config)

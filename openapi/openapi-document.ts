@@ -55,8 +55,8 @@ const jsonSchemaOf = (schema: z.ZodMiniType, io: 'input' | 'output'): JsonSchema
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` })
 
 const PET_DESCRIPTION = {
-  name: "The animal's name: at least one non-whitespace character, at most 200.",
-  categoryId: 'Id of the category the animal belongs to (int64, kept exactly).',
+  name: "The pet's name: at least one non-whitespace character, at most 200.",
+  categoryId: 'Id of the category the pet belongs to (int64, kept exactly).',
   status: 'Availability; optional, no default. A pet without it appears only in unfiltered lists.',
 }
 
@@ -209,14 +209,14 @@ const planTable = PLAN_NAMES.map((plan) =>
 
 const listPets = () => ({
   operationId: 'listPets',
-  summary: 'List animals',
+  summary: 'List pets',
   description:
     'A page of pets, optionally filtered by status (ordered by id when filtered). When more exist the response carries `Link: <...>; rel="next"` and `X-Next-Cursor`; the body stays a plain array.',
   parameters: [
     {
       name: 'limit',
       in: 'query',
-      description: 'Maximum number of animals returned.',
+      description: 'Maximum number of pets returned.',
       schema: { type: 'integer', minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT },
     },
     {
@@ -245,7 +245,7 @@ const listPets = () => ({
 
 const createPet = () => ({
   operationId: 'createPet',
-  summary: 'Add an animal',
+  summary: 'Add a pet',
   description: `Stores a new pet and answers with it and its assigned id. With \`${IDEMPOTENCY_KEY_HEADER}\` a repeat within ${IDEMPOTENCY_WINDOW_SECONDS / 3600} hours gets the first answer again (marked \`${IDEMPOTENT_REPLAYED_HEADER}: true\`) instead of a second pet.`,
   parameters: [
     {
@@ -278,14 +278,14 @@ const getPet = () => {
   const deprecationHeaders = headerObjects(['Deprecation', 'Sunset', 'SuccessorLink'])
   return {
     operationId: 'getPet',
-    summary: 'Get an animal (deprecated)',
+    summary: 'Get a pet (deprecated)',
     description: `Deprecated: removed on ${sunset} (410 \`gone\` from then on). Use \`GET /pets\` with the \`status\` filter.`,
     parameters: [
       {
         name: 'petId',
         in: 'path',
         required: true,
-        description: 'Id of the animal.',
+        description: 'Id of the pet.',
         schema: { type: 'integer', format: 'int64', minimum: 1 },
       },
     ],
@@ -338,9 +338,9 @@ export const buildOpenApiDocument = () => ({
     version: '1.0.0',
     summary: 'A pet store catalogue over HTTP with JSON bodies.',
     description: [
-      'List animals, add an animal and fetch one animal by id. Every operation needs `Authorization: Bearer <key>`.',
+      'Three operations: list pets, add a pet and fetch one pet by id. Every operation needs `Authorization: Bearer <key>`.',
       '',
-      'Every response to a request with a valid key carries `X-RateLimit-*` and `RateLimit-Policy`/`RateLimit`. Plans:',
+      "Every answer an operation gives to a request with a valid key carries `X-RateLimit-*` and `RateLimit-Policy`/`RateLimit` (the gateway's own answers, such as 404 `route_not_found`, carry none). Plans:",
       '',
       '| plan | requests per minute | requests per day |',
       '|---|---|---|',
@@ -348,16 +348,16 @@ export const buildOpenApiDocument = () => ({
       '',
       'Over a limit: 429 with `Retry-After`; a key whose refused requests in one minute exceed its per-minute limit is suspended for 15 minutes. Every error is `application/json` with `{code, message, status}`.',
     ].join('\n'),
-    license: { name: 'UNLICENSED', identifier: 'LicenseRef-UNLICENSED' },
+    license: { name: 'MIT', identifier: 'MIT' },
   },
   servers: [
     {
       url: `https://{apiId}.execute-api.{region}.amazonaws.com/production${API_VERSION_PATH}`,
-      description: 'Production (or `https://{domain}/v1` behind a custom domain)',
+      description: 'Production (or https://{domain}/v1 behind a custom domain)',
       variables: {
         apiId: {
           default: 'abc123defg',
-          description: 'The REST API id (stack output `RestApiId`).',
+          description: 'The REST API id (stack output RestApiId).',
         },
         region: { default: 'us-east-1', description: 'The AWS region of the deployment.' },
       },
@@ -368,12 +368,12 @@ export const buildOpenApiDocument = () => ({
       variables: {
         apiId: {
           default: 'abc123defg',
-          description: 'The REST API id (stack output `RestApiId`).',
+          description: 'The REST API id (stack output RestApiId).',
         },
         region: { default: 'us-east-1', description: 'The AWS region of the deployment.' },
       },
     },
-    { url: `http://127.0.0.1:3000${API_VERSION_PATH}`, description: 'Local (`npm start`)' },
+    { url: `http://127.0.0.1:3000${API_VERSION_PATH}`, description: 'Local (npm start)' },
   ],
   security: [{ bearerAuth: [] }],
   paths: paths(),

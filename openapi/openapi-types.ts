@@ -8,13 +8,13 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List animals
+         * List pets
          * @description A page of pets, optionally filtered by status (ordered by id when filtered). When more exist the response carries `Link: <...>; rel="next"` and `X-Next-Cursor`; the body stays a plain array.
          */
         get: operations["listPets"];
         put?: never;
         /**
-         * Add an animal
+         * Add a pet
          * @description Stores a new pet and answers with it and its assigned id. With `Idempotency-Key` a repeat within 24 hours gets the first answer again (marked `Idempotent-Replayed: true`) instead of a second pet.
          */
         post: operations["createPet"];
@@ -32,7 +32,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get an animal (deprecated)
+         * Get a pet (deprecated)
          * @deprecated
          * @description Deprecated: removed on 2030-12-05 (410 `gone` from then on). Use `GET /pets` with the `status` filter.
          */
@@ -52,11 +52,11 @@ export interface components {
         /** @enum {string} */
         PetStatus: "available" | "pending" | "sold";
         NewPet: {
-            /** @description The animal's name: at least one non-whitespace character, at most 200. */
+            /** @description The pet's name: at least one non-whitespace character, at most 200. */
             name: string;
             /**
              * Format: int64
-             * @description Id of the category the animal belongs to (int64, kept exactly).
+             * @description Id of the category the pet belongs to (int64, kept exactly).
              */
             categoryId: number;
             /**
@@ -71,11 +71,11 @@ export interface components {
              * @description Assigned by the service: positive, below 2^53, never reused.
              */
             id: number;
-            /** @description The animal's name: at least one non-whitespace character, at most 200. */
+            /** @description The pet's name: at least one non-whitespace character, at most 200. */
             name: string;
             /**
              * Format: int64
-             * @description Id of the category the animal belongs to (int64, kept exactly).
+             * @description Id of the category the pet belongs to (int64, kept exactly).
              */
             categoryId: number;
             /**
@@ -323,7 +323,7 @@ export interface operations {
     listPets: {
         parameters: {
             query?: {
-                /** @description Maximum number of animals returned. */
+                /** @description Maximum number of pets returned. */
                 limit?: number;
                 /** @description Only pets with this status. */
                 status?: components["schemas"]["PetStatus"];
@@ -421,7 +421,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Id of the animal. */
+                /** @description Id of the pet. */
                 petId: number;
             };
             cookie?: never;

@@ -287,3 +287,10 @@ export const metricsNamespace = (stage: StageName): string => `Petstore/${stage}
  */
 export const logRemovalPolicy = (config: StageConfig): RemovalPolicy =>
   config.retainData ? RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE : RemovalPolicy.DESTROY
+
+/**
+ * Of the rate-limit table, which holds the usage history billing reads: production keeps it as it
+ * keeps its logs, for the same reason (docs/rate-limits-and-keys.md, "The usage history").
+ */
+export const usageHistoryRemovalPolicy = (config: StageConfig): RemovalPolicy =>
+  logRemovalPolicy(config)

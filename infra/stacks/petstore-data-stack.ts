@@ -1,7 +1,7 @@
 import { CfnOutput, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import type { Construct } from 'constructs'
-import type { StageConfig } from '#infra/config/stage-config.ts'
+import { type StageConfig, usageHistoryRemovalPolicy } from '#infra/config/stage-config.ts'
 import { PetstoreTable } from '#infra/constructs/petstore-table-construct.ts'
 import {
   IDEMPOTENCY_TABLE,
@@ -17,7 +17,7 @@ export interface PetstoreDataStackProps extends StackProps {
 }
 
 /**
- * The stage's state (pets, rate-limit counters, the key mirror), in a stack of its own so the API stack can be replaced or torn down
+ * The stage's state (pets, rate-limit counters and usage history, the key mirror), in a stack of its own so the API stack can be replaced or torn down
  * without touching data. The pet id counter item (`pk = COUNTER#pet`) needs no seeding and so no
  * custom resource: the id allocator creates it on first use with `if_not_exists`.
  */
@@ -40,20 +40,19 @@ export class PetstoreDataStack extends Stack {
       pointInTimeRecovery: true,
     }).table
 
-    const rateLimits = new PetstoreTable(this, 'RateLimitTable', {
+    // The limiter's counters, and in its day items the usage history billing reads (each key's
+    // admitted requests per UTC day, kept USAGE_RETENTION_DAYS by TTL): nothing can rebuild it.
+    // Every stage can restore it to any second of the last 35 days (a bad write); production
+    // keeps it through a stack deletion or replacement and refuses DeleteTable. Kept except
+    // after a failed first create (RetainExceptOnCreate), so no empty table stays behind; and
+    // CloudFormation names it, so a retry never meets one by name.
+    this.rateLimitTable = new PetstoreTable(this, 'RateLimitTable', {
       definition: rateLimitTableDefinition('rate-limits'),
-      // Counters of the current minute and day only, expired by TTL: nothing worth keeping.
-      removalPolicy: RemovalPolicy.DESTROY,
-      deletionProtection: false,
-      pointInTimeRecovery: false,
+      removalPolicy: usageHistoryRemovalPolicy(config),
+      deletionProtection: config.retainData,
+      pointInTimeRecovery: true,
       timeToLiveAttribute: RATE_LIMIT_TABLE.ttlAttribute,
-    })
-    this.rateLimitTable = rateLimits.table
-    Validations.of(rateLimits).acknowledge({
-      id: 'AwsSolutions-DDB3',
-      reason:
-        'The rate-limit table holds only per-minute and per-day counters that expire by TTL; restoring them to an earlier point would serve no one.',
-    })
+    }).table
 
     const idempotency = new PetstoreTable(this, 'IdempotencyTable', {
       definition: idempotencyTableDefinition('idempotency'),

@@ -116,20 +116,24 @@ export const authorizeRequest = async ({
 }): Promise<AuthorizationOutcome | { outcome: 'held' }> => {
   if (!header || !TOKEN_PATTERN.test(header))
     return { outcome: 'refused', response: 'UNAUTHORIZED' }
-  let answer: CachedAuthorization | undefined = cache.get(header)
-  if (answer === undefined && cachedOnly) return { outcome: 'held' }
-  if (answer === undefined) {
+  if (cachedOnly && cache.get(header) === undefined) return { outcome: 'held' }
+  const invoke = async (): Promise<CachedAuthorization> => {
     try {
       const result = await authorizer(
         { type: 'TOKEN', authorizationToken: header, methodArn },
         lambdaContext('authorizer', randomUUID(), FUNCTION_TIMEOUT_SECONDS.authorizer),
       )
-      answer = toAuthorization(result)
+      return toAuthorization(result)
     } catch (error) {
-      if ((error as Error)?.message !== UNAUTHORIZED) return { outcome: 'failed', error }
-      answer = 'denied'
+      if ((error as Error)?.message !== UNAUTHORIZED) throw error
+      return 'denied'
     }
-    cache.put(header, answer)
+  }
+  let answer: CachedAuthorization
+  try {
+    answer = await cache.answer(header, invoke)
+  } catch (error) {
+    return { outcome: 'failed', error }
   }
   if (answer === 'denied') return { outcome: 'refused', response: 'UNAUTHORIZED' }
   if (!answer.allowed) return { outcome: 'refused', response: 'ACCESS_DENIED' }

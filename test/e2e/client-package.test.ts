@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type InProcessServer, ROOT, startInProcessServer } from '#test/support/local-server.ts'
@@ -62,16 +62,24 @@ const installedVersion = async (name: string) =>
   ).version
 
 /**
- * One line of the documented setup, run as written, except: the tarball's path is this run's, and
- * packages are pinned to the versions installed here and taken from the npm cache (no network).
+ * One line of the documented setup, run as written, except: the tarball `npm pack` copies is this
+ * run's (its name too), and packages are pinned to the versions installed here and taken from the
+ * npm cache (no network).
  */
 const runSetupLine = async (line: string, cwd: string, tarball: string) => {
   const args = line.replace(/#.*$/, '').trim().split(/\s+/).slice(1)
+  const filename = basename(tarball)
+  if (args[0] === 'pack') {
+    return npm(
+      args.map((arg) => (arg.endsWith('.tgz') ? tarball : arg)),
+      cwd,
+    )
+  }
   if (args[0] !== 'install') return npm(args, cwd)
   const pinned = await Promise.all(
     args.map(async (arg) =>
       arg.endsWith('.tgz')
-        ? tarball
+        ? `./${filename}`
         : /^[@a-z]/.test(arg) && arg !== 'install'
           ? `${arg}@${await installedVersion(arg)}`
           : arg,
@@ -106,6 +114,10 @@ describe('the client package', () => {
     }
     await writeFile(join(project, 'tsconfig.json'), documented.tsconfig)
     await writeFile(join(project, 'example.ts'), documented.example)
+
+    // The project records its own copy of the package, never a path into this repository.
+    const manifest = JSON.parse(await readFile(join(project, 'package.json'), 'utf8'))
+    expect(manifest.dependencies['@petstore/client']).toBe(`file:${filename}`)
 
     const installed = JSON.parse(
       await readFile(join(project, 'node_modules/@petstore/client/package.json'), 'utf8'),

@@ -132,6 +132,10 @@ const send = (req: HostileRequest): Promise<Answer> =>
 
 const STACK_TRACE = /\bat (?:async )?\S+ \(|\.ts:\d+:\d+|\.m?js:\d+:\d+|node:internal/
 
+/** The Error bodies of the local server's HTTP layer, which answers before any route. */
+const HTTP_LAYER_REFUSAL =
+  /"message":"(The request is not valid HTTP\.|The request line and headers are larger than \d+ bytes\.|The request was not received in time\.)"/
+
 const problemsWith = (req: HostileRequest, answer: Answer): string[] => {
   const problems: string[] = []
   // A CORS preflight of a resource answers 204 with no body (docs/api.md, "Browsers").
@@ -162,9 +166,10 @@ const problemsWith = (req: HostileRequest, answer: Answer): string[] => {
         problems.push(`code ${error.code}`)
     }
   }
-  if (problems.length === 0 && answer.headers.get('x-amzn-requestid') !== null) {
-    // Requests refused at the HTTP layer (headers over the limit) never reached the gateway's
-    // routes: every other answer must keep the published contract.
+  if (problems.length === 0 && !HTTP_LAYER_REFUSAL.test(answer.text)) {
+    // Requests refused at the HTTP layer (headers over the limit, malformed HTTP:
+    // local/gateway/client-error.ts) never reached the gateway's routes: every other answer must
+    // keep the published contract.
     problems.push(
       ...contractViolations({
         method: req.method,

@@ -58,6 +58,21 @@ describe('the local server terminal', () => {
     expect(lines.join('\n')).not.toContain(key())
   })
 
+  it('answers headers over 10,240 bytes with 400, a request id, and a line naming it', async () => {
+    const before = lines.length
+    const response = await fetch(`${server.baseUrl}/pets?limit=1`, {
+      headers: { Authorization: `Bearer ${key()}`, 'X-Padding': 'x'.repeat(11_000) },
+    })
+    const body = (await response.json()) as Record<string, unknown>
+    const requestId = response.headers.get('x-amzn-RequestId')
+    expect(response.status).toBe(400)
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/)
+    expect(body).toMatchObject({ code: 'validation_failed', status: 400, requestId })
+    expect(lines.slice(before)).toHaveLength(1)
+    expect(lines.at(-1)).toMatch(new RegExp(` GET /v1/pets 400 0ms id=${requestId} key=-$`))
+    expect(lines.join('\n')).not.toContain(key())
+  })
+
   it('stops a second server on the same data directory, naming the first', async () => {
     await expect(startInProcessServer({ PETSTORE_DATA_DIR: dataDir })).rejects.toThrow(
       `is in use by the server at ${server.baseUrl}`,

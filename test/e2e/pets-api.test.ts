@@ -359,6 +359,17 @@ describe('unknown routes', () => {
     expectError(await api.request(method, path, { key: null }), 404, 'route_not_found')
   })
 
+  it('HEAD /pets answers 404 as API Gateway answers a method the resource does not define (docs/api.md)', async () => {
+    const head = await fetch(`${server.baseUrl}/pets`, {
+      method: 'HEAD',
+      headers: { Authorization: `Bearer ${KEY}` },
+    })
+    expect(head.status).toBe(404)
+    expect(head.headers.get('x-amzn-RequestId')).toMatch(/^[0-9a-f-]{36}$/)
+    expect(await head.text()).toBe('')
+    expect((await api.get('/pets?limit=1')).status).toBe(200)
+  })
+
   it('serves nothing outside /v1', async () => {
     expectError(await api.get(server.baseUrl.replace('/v1', '/v2/pets')), 404, 'route_not_found')
   })

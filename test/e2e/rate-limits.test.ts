@@ -68,6 +68,20 @@ describe('rate limits on the local server', () => {
     expect(rateLimitHeaders((await pro.get('/pets', { key: null })).headers).limit).toBeNull()
   })
 
+  it("puts none on the gateway's own 404 route_not_found, even with a valid key (the docs say so)", async () => {
+    // API Gateway routes before it authorizes: no function, no limiter, no window to describe.
+    const unrouted = await pro.get('/store/orders')
+    expect(unrouted.status).toBe(404)
+    expect((unrouted.json as { code: string }).code).toBe('route_not_found')
+    expect(rateLimitHeaders(unrouted.headers)).toEqual({
+      limit: null,
+      remaining: null,
+      reset: null,
+      policy: null,
+      current: null,
+    })
+  })
+
   it('gives a Free key exactly 60 requests a minute, then 429 rate_limited, then a suspension; Pro is unaffected', async () => {
     // A fresh UTC minute for the Free key: every request below shares it. They come 400 ms
     // apart (2.5 a second, all 122 inside the minute): a frozen clock would send them in one

@@ -108,8 +108,8 @@ describe.each(Object.entries(APPS))('cdk-nag AwsSolutions, %s', (_, context) => 
         'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:apigateway:<AWS::Region>::/usageplans/*/keys]',
         // Keys created in the console after deployment (GetApiKey of a key a plan lists).
         'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:apigateway:<AWS::Region>::/apikeys/*]',
-        // Rate-limit counters expire by TTL and the key mirror is rebuilt every minute: no
-        // point-in-time recovery for either.
+        // Idempotency records expire in 24 hours and the key mirror is rebuilt every minute: no
+        // point-in-time recovery for either (the rate-limit table, the usage history, has it).
         'AwsSolutions-DDB3',
       ].sort(),
     )

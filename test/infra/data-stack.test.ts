@@ -154,12 +154,24 @@ describe('data retention', () => {
     expect(propsOf(pets)).toMatchObject({ DeletionProtectionEnabled: false })
   })
 
-  it('rate-limit counters are disposable in every stage', () => {
-    for (const stage of ['staging', 'production'] as const) {
-      const { rateLimits } = tablesOf(stage)
-      expect(rateLimits.DeletionPolicy).toBe('Delete')
-      expect(propsOf(rateLimits)).toMatchObject({ DeletionProtectionEnabled: false })
-    }
+  it('production keeps the usage history (the rate-limit table): retained through a stack deletion or replacement, protected against DeleteTable, recoverable to any point in time', () => {
+    const { rateLimits } = tablesOf('production')
+    // Kept except after a failed first create, which leaves no empty table for a retry to meet.
+    expect(rateLimits.DeletionPolicy).toBe('RetainExceptOnCreate')
+    expect(rateLimits.UpdateReplacePolicy).toBe('Retain')
+    expect(propsOf(rateLimits)).toMatchObject({
+      DeletionProtectionEnabled: true,
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    })
+  })
+
+  it('staging may destroy its usage history with the stack, and can restore it after a bad write', () => {
+    const { rateLimits } = tablesOf('staging')
+    expect(rateLimits.DeletionPolicy).toBe('Delete')
+    expect(propsOf(rateLimits)).toMatchObject({
+      DeletionProtectionEnabled: false,
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    })
   })
 
   it('the key mirror is disposable in every stage: the key sync rebuilds it every minute', () => {

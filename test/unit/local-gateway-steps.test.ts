@@ -35,6 +35,19 @@ const allowResult = (effect: 'Allow' | 'Deny' = 'Allow'): APIGatewayAuthorizerRe
 const authorizerAnswering = (answer: () => APIGatewayAuthorizerResult) =>
   vi.fn<TokenAuthorizer>(async () => answer())
 
+/** An authorizer that allows once `release()` is called: calls made before then are under way. */
+const heldAuthorizer = () => {
+  let release: () => void = () => undefined
+  const released = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  const authorizer = vi.fn<TokenAuthorizer>(async () => {
+    await released
+    return allowResult()
+  })
+  return { authorizer, release }
+}
+
 const cacheFor = (ttlSeconds: number) => new AuthorizerCache({ ttlSeconds, clock: () => T0 })
 
 const authorization = (overrides: Partial<Authorization> = {}): Authorization => ({
@@ -165,6 +178,49 @@ describe('step 2: the authorizer', () => {
       { outcome: 'refused', response: 'UNAUTHORIZED' },
     ])
     expect(authorizer).toHaveBeenCalledTimes(1)
+  })
+
+  it('lets requests that miss the cache together share one authorizer call', async () => {
+    // Prepare: the authorizer answers only once all ten asked
+    const { authorizer, release } = heldAuthorizer()
+    const cache = cacheFor(60)
+
+    // Act
+    const outcomes = Array.from({ length: 10 }, () =>
+      authorizeRequest({ header: HEADER, methodArn: METHOD_ARN, authorizer, cache }),
+    )
+    release()
+
+    // Assess
+    for (const outcome of await Promise.all(outcomes)) expect(outcome.outcome).toBe('allowed')
+    expect(authorizer).toHaveBeenCalledTimes(1)
+  })
+
+  it('with the cache off, invokes the authorizer for every request, together or not', async () => {
+    const authorizer = authorizerAnswering(allowResult)
+    const cache = cacheFor(0)
+    await Promise.all(
+      Array.from({ length: 3 }, () =>
+        authorizeRequest({ header: HEADER, methodArn: METHOD_ARN, authorizer, cache }),
+      ),
+    )
+    expect(authorizer).toHaveBeenCalledTimes(3)
+  })
+
+  it('does not cache an answer that was under way when the cache was flushed', async () => {
+    // Prepare
+    const { authorizer, release } = heldAuthorizer()
+    const cache = cacheFor(60)
+
+    // Act: a key change flushes the cache while the first call is under way
+    const first = authorizeRequest({ header: HEADER, methodArn: METHOD_ARN, authorizer, cache })
+    cache.clear()
+    release()
+    await first
+    await authorizeRequest({ header: HEADER, methodArn: METHOD_ARN, authorizer, cache })
+
+    // Assess: the request after the flush asked again
+    expect(authorizer).toHaveBeenCalledTimes(2)
   })
 
   it('refuses a Deny policy with ACCESS_DENIED', async () => {
