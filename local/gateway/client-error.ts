@@ -1,3 +1,4 @@
+// The local server's answer to a request Node refuses before the gateway sees it.
 import { randomUUID } from 'node:crypto'
 import type { Duplex } from 'node:stream'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
