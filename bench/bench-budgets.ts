@@ -21,6 +21,15 @@ const AUTHORIZER_BUDGET: FunctionBudget = {
   initInstructionsRatio: 1.24,
 }
 
+/**
+ * What shared code may add to every function before the budgets it did not touch are edited: a
+ * new operation's method on the shared pet repository (its DynamoDB command: 2 modules and about
+ * 1 KB in each pet bundle) stays inside it, so adding an operation edits no other operation's
+ * folder. A package, a second SDK client or an ES module import of `node:http` (undici: 13
+ * built-ins, whose budget has no such allowance) adds far more and still fails, naming the figure.
+ */
+const SHARED_GROWTH = { bundleBytes: 4_096, bundledModules: 4 } as const
+
 const budgetOf = (operation: Operation): FunctionBudget =>
   operation === 'authorizer' ? AUTHORIZER_BUDGET : OPERATION_FACTS[operation].bench.budget
 
@@ -40,11 +49,19 @@ const round2 = (value: number) => Math.round(value * 100) / 100
 export const budgetProblems = (operation: Operation, measured: MeasuredFacts): string[] => {
   const budget = budgetOf(operation)
   const problems: string[] = []
-  const atMost = (name: keyof FunctionBudget, value: number, limit: number) => {
-    if (value > limit) problems.push(`${operation}: ${name} ${value} is over its budget ${limit}`)
+  const atMost = (name: keyof FunctionBudget, value: number, limit: number, allowance = 0) => {
+    if (value > limit + allowance) {
+      const growth = allowance > 0 ? ` and the ${allowance} shared code may add` : ''
+      problems.push(`${operation}: ${name} ${value} is over its budget ${limit}${growth}`)
+    }
   }
-  atMost('bundleBytes', measured.bundleBytes, budget.bundleBytes)
-  atMost('bundledModules', measured.bundledModules, budget.bundledModules)
+  atMost('bundleBytes', measured.bundleBytes, budget.bundleBytes, SHARED_GROWTH.bundleBytes)
+  atMost(
+    'bundledModules',
+    measured.bundledModules,
+    budget.bundledModules,
+    SHARED_GROWTH.bundledModules,
+  )
   atMost('builtinModules', measured.builtinModules, budget.builtinModules)
   if (measured.initInstructionsRatio !== undefined) {
     const ratio = round2(measured.initInstructionsRatio)

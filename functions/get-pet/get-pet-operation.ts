@@ -38,7 +38,7 @@ export const operation = {
     dynamo: ({ limiter, pet }) => ({ ...limiter, 'GetItem pets': () => ({ Item: pet(1) }) }),
     local: { path: '/pets/1' },
     budget: {
-      bundleBytes: 417_000,
+      bundleBytes: 418_000,
       bundledModules: 602,
       builtinModules: 179,
       callsPerRequest: { UpdateItem: 1, GetItem: 1 },
