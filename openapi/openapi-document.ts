@@ -305,7 +305,10 @@ const getPet = () => {
  * parameters and body); its error answers come from the route's statuses. A route without an
  * entry here fails the type-check.
  */
-const OPERATIONS: Record<OperationId, () => { operationId: string; responses: object }> = {
+const OPERATIONS: Record<
+  OperationId,
+  () => { operationId: string; summary: string; responses: object }
+> = {
   listPets,
   createPet,
   getPet,
@@ -338,7 +341,8 @@ export const buildOpenApiDocument = () => ({
     version: '1.0.0',
     summary: 'A pet store catalogue over HTTP with JSON bodies.',
     description: [
-      'Three operations: list pets, add a pet and fetch one pet by id. Every operation needs `Authorization: Bearer <key>`.',
+      // The route table's operations, as each describes itself: no list of them to keep by hand.
+      `Operations: ${ROUTES.map((route) => `${OPERATIONS[route.operationId]().summary} (\`${route.method} ${route.path}\`)`).join(', ')}. Every operation needs \`Authorization: Bearer <key>\`.`,
       '',
       "Every answer an operation gives to a request with a valid key carries `X-RateLimit-*` and `RateLimit-Policy`/`RateLimit` (the gateway's own answers, such as 404 `route_not_found`, carry none). Plans:",
       '',
