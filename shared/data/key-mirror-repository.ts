@@ -91,6 +91,67 @@ const sameGrant = (item: Item, entry: KeyMirrorEntry): boolean =>
   Number(item.perDay) === entry.perDay &&
   item.usagePlanId === entry.usagePlanId
 
+/**
+ * What it takes to make a mirror holding `existing` (items by key hash) hold exactly `entries`:
+ * the entries that are new or changed (unchanged items are left alone: a sync every minute would
+ * otherwise rewrite every key 1,440 times a day) and the key hashes in scope no entry names any
+ * more. The repository's rules, in one place: KeyMirrorRepository.diff reads `existing` with one
+ * scan, and tests that hold a mirror in memory use the same function.
+ */
+export const mirrorDiff = (
+  entries: KeyMirrorEntry[],
+  existing: ReadonlyMap<string, Item>,
+  scope?: DiffScope,
+): MirrorDiff => {
+  const wanted = new Set<string>()
+  for (const entry of entries) {
+    // BatchWriteItem refuses two requests for one key in a batch; the source never sends them.
+    if (wanted.has(entry.keyHash)) throw new Error(`Duplicate key mirror entry ${entry.keyId}`)
+    wanted.add(entry.keyHash)
+  }
+  const planSizes = new Map<string, number>()
+  for (const item of existing.values()) {
+    const planId = String(item.usagePlanId)
+    planSizes.set(planId, (planSizes.get(planId) ?? 0) + 1)
+  }
+  const inScope = (item: Item) =>
+    scope === undefined ||
+    scope.complete ||
+    scope.plansRead.has(String(item.usagePlanId)) ||
+    !scope.validPlans.has(String(item.usagePlanId)) ||
+    scope.keyIds?.has(String(item.keyId)) === true
+  const toStale = ([keyHash, item]: [string, Item]): StaleItem => ({
+    keyHash,
+    keyId: String(item.keyId),
+    usagePlanId: String(item.usagePlanId),
+  })
+  const sorted = [...existing].sort(([a], [b]) => a.localeCompare(b))
+  const staleItems = sorted
+    .filter(([keyHash, item]) => !wanted.has(keyHash) && inScope(item))
+    .map(toStale)
+  const listed = scope?.listedKeyIds
+  const unlisted = listed
+    ? sorted
+        .filter(
+          ([keyHash, item]) =>
+            !wanted.has(keyHash) && !inScope(item) && !listed.has(String(item.keyId)),
+        )
+        .map(toStale)
+    : []
+  return {
+    entries,
+    mirrorSize: existing.size,
+    planSizes,
+    changed: entries.filter((entry) => {
+      const item = existing.get(entry.keyHash)
+      return item === undefined || !sameGrant(item, entry)
+    }),
+    stale: staleItems.map(({ keyHash }) => keyHash),
+    staleItems,
+    unlisted,
+  }
+}
+
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /**
@@ -146,54 +207,7 @@ export class KeyMirrorRepository {
    * item per key of one stage.
    */
   async diff(entries: KeyMirrorEntry[], scope?: DiffScope): Promise<MirrorDiff> {
-    const wanted = new Set<string>()
-    for (const entry of entries) {
-      // BatchWriteItem refuses two requests for one key in a batch; the source never sends them.
-      if (wanted.has(entry.keyHash)) throw new Error(`Duplicate key mirror entry ${entry.keyId}`)
-      wanted.add(entry.keyHash)
-    }
-    const existing = await this.#scanItems()
-    const planSizes = new Map<string, number>()
-    for (const item of existing.values()) {
-      const planId = String(item.usagePlanId)
-      planSizes.set(planId, (planSizes.get(planId) ?? 0) + 1)
-    }
-    const inScope = (item: Item) =>
-      scope === undefined ||
-      scope.complete ||
-      scope.plansRead.has(String(item.usagePlanId)) ||
-      !scope.validPlans.has(String(item.usagePlanId)) ||
-      scope.keyIds?.has(String(item.keyId)) === true
-    const toStale = ([keyHash, item]: [string, Item]): StaleItem => ({
-      keyHash,
-      keyId: String(item.keyId),
-      usagePlanId: String(item.usagePlanId),
-    })
-    const sorted = [...existing].sort(([a], [b]) => a.localeCompare(b))
-    const staleItems = sorted
-      .filter(([keyHash, item]) => !wanted.has(keyHash) && inScope(item))
-      .map(toStale)
-    const listed = scope?.listedKeyIds
-    const unlisted = listed
-      ? sorted
-          .filter(
-            ([keyHash, item]) =>
-              !wanted.has(keyHash) && !inScope(item) && !listed.has(String(item.keyId)),
-          )
-          .map(toStale)
-      : []
-    return {
-      entries,
-      mirrorSize: existing.size,
-      planSizes,
-      changed: entries.filter((entry) => {
-        const item = existing.get(entry.keyHash)
-        return item === undefined || !sameGrant(item, entry)
-      }),
-      stale: staleItems.map(({ keyHash }) => keyHash),
-      staleItems,
-      unlisted,
-    }
+    return mirrorDiff(entries, await this.#scanItems(), scope)
   }
 
   /**

@@ -7,7 +7,12 @@ import type { KeySource, KeySourceSnapshot, ReadOptions } from '#keys/api-gatewa
 import type { KeySyncState } from '#keys/key-sync-state-repository.ts'
 import type { KeyMirrorEntry, KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
-import type { DiffScope, MirrorDiff, ReplaceAllResult } from '#shared/data/key-mirror-repository.ts'
+import {
+  type DiffScope,
+  type MirrorDiff,
+  mirrorDiff,
+  type ReplaceAllResult,
+} from '#shared/data/key-mirror-repository.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
 import { keySyncContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
@@ -47,37 +52,13 @@ const snapshotOf = (
   ...extra,
 })
 
-/** An in-memory mirror with the repository's diff/apply semantics. */
+/** The mirror's items in memory; which keys are changed or stale is the repository's own rule. */
 class MemoryMirror {
   readonly items = new Map<string, KeyMirrorItem>()
   failure: Error | undefined
 
   async diff(entries: KeyMirrorEntry[], scope?: DiffScope): Promise<MirrorDiff> {
-    const wanted = new Set(entries.map((e) => e.keyHash))
-    const planSizes = new Map<string, number>()
-    for (const item of this.items.values()) {
-      planSizes.set(item.usagePlanId, (planSizes.get(item.usagePlanId) ?? 0) + 1)
-    }
-    const staleItems = [...this.items.values()]
-      .filter((item) => !wanted.has(item.keyHash))
-      .filter(
-        (item) =>
-          !scope ||
-          scope.complete ||
-          scope.plansRead.has(item.usagePlanId) ||
-          !scope.validPlans.has(item.usagePlanId),
-      )
-      .map(({ keyHash, keyId, usagePlanId }) => ({ keyHash, keyId, usagePlanId }))
-      .sort((a, b) => a.keyHash.localeCompare(b.keyHash))
-    return {
-      entries,
-      mirrorSize: this.items.size,
-      planSizes,
-      changed: entries.filter((e) => this.items.get(e.keyHash)?.keyId !== e.keyId),
-      stale: staleItems.map(({ keyHash }) => keyHash),
-      staleItems,
-      unlisted: [],
-    }
+    return mirrorDiff(entries, this.items as ReadonlyMap<string, Record<string, unknown>>, scope)
   }
 
   async apply(
