@@ -4,6 +4,7 @@ import { type ReleaseConfig, readReleaseConfig } from '#infra/config/release-con
 import type { StageConfig } from '#infra/config/stage-config.ts'
 import type { ContextReader } from '#infra/config/stage-context-reader.ts'
 import { GitHubDeployRole } from '#infra/constructs/github-deploy-role-construct.ts'
+import { stageEnv } from './petstore-stage-stacks.ts'
 
 export interface PetstoreReleaseStackProps extends StackProps {
   stage: string
@@ -35,18 +36,11 @@ export const addReleaseStacks = (
   const release = readReleaseConfig(context)
   if (!release) return []
   return stages.map((config) => {
-    const env =
-      config.account || config.region
-        ? {
-            ...(config.account ? { account: config.account } : {}),
-            ...(config.region ? { region: config.region } : {}),
-          }
-        : undefined
     const stack = new PetstoreReleaseStack(app, releaseStackName(config.stage), {
       stage: config.stage,
       release,
       description: `Petstore ${config.stage}: the role the release pipeline deploys and smokes it with`,
-      ...(env ? { env } : {}),
+      ...stageEnv(config),
     })
     Tags.of(stack).add('petstore:stage', config.stage)
     return stack

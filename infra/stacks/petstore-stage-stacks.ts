@@ -12,19 +12,23 @@ export interface StageStacks {
   api: PetstoreApiStack
 }
 
-/** One stage's stack set: data, then the API that reads it. */
-export const addStageStacks = (app: App, config: StageConfig): StageStacks => {
-  const env =
-    config.account || config.region
-      ? {
+/**
+ * A stage's stacks' `env`: its own account and Region where its settings name them, else none
+ * (the deploying credentials decide). Every stack of a stage, the release role's too, is there.
+ */
+export const stageEnv = (config: StageConfig): { env?: { account?: string; region?: string } } =>
+  config.account || config.region
+    ? {
+        env: {
           ...(config.account ? { account: config.account } : {}),
           ...(config.region ? { region: config.region } : {}),
-        }
-      : undefined
-  const common = {
-    config,
-    ...(env ? { env } : {}),
-  }
+        },
+      }
+    : {}
+
+/** One stage's stack set: data, then the API that reads it. */
+export const addStageStacks = (app: App, config: StageConfig): StageStacks => {
+  const common = { config, ...stageEnv(config) }
   const data = new PetstoreDataStack(app, stackName(config.stage, 'data'), {
     ...common,
     description: `Petstore ${config.stage}: pet, rate-limit and key mirror tables`,

@@ -2,8 +2,9 @@ import { App } from 'aws-cdk-lib'
 import { Template } from 'aws-cdk-lib/assertions'
 import { describe, expect, it } from 'vitest'
 import { readReleaseConfig } from '#infra/config/release-config.ts'
+import { readStageConfig } from '#infra/config/stage-config.ts'
 import { SMOKE_KEY_PERMISSIONS } from '#infra/constructs/github-deploy-role-construct.ts'
-import { PetstoreReleaseStack } from '#infra/stacks/petstore-release-stack.ts'
+import { addReleaseStacks, PetstoreReleaseStack } from '#infra/stacks/petstore-release-stack.ts'
 import {
   MANAGEMENT_PERMISSIONS,
   permissionPattern,
@@ -177,6 +178,23 @@ describe('the release settings', () => {
     template.hasResourceProperties('AWS::IAM::Role', {
       AssumeRolePolicyDocument: { Statement: [{ Principal: { Federated: arn } }] },
     })
+  })
+
+  it("put each stage's release role in that stage's own account and Region", () => {
+    const app = new App({
+      context: {
+        'release.githubRepository': 'acme/petstore',
+        'production.account': '222222222222',
+        'production.region': 'eu-west-1',
+      },
+    })
+    const config = readStageConfig((key) => app.node.tryGetContext(key), 'production')
+    const [stack] = addReleaseStacks(app, [config])
+    expect({ account: stack?.account, region: stack?.region }).toEqual({
+      account: '222222222222',
+      region: 'eu-west-1',
+    })
+    expect(addReleaseStacks(new App(), [config])).toEqual([])
   })
 
   it('refuse a repository that is not owner/name, naming the setting', () => {
