@@ -91,6 +91,17 @@ const sameGrant = (item: Item, entry: KeyMirrorEntry): boolean =>
   Number(item.perDay) === entry.perDay &&
   item.usagePlanId === entry.usagePlanId
 
+/** The entries' key hashes; two entries for one key fail before any call. */
+const distinctHashes = (entries: readonly KeyMirrorEntry[]): Set<string> => {
+  const wanted = new Set<string>()
+  for (const entry of entries) {
+    // BatchWriteItem refuses two requests for one key in a batch; the source never sends them.
+    if (wanted.has(entry.keyHash)) throw new Error(`Duplicate key mirror entry ${entry.keyId}`)
+    wanted.add(entry.keyHash)
+  }
+  return wanted
+}
+
 /**
  * What it takes to make a mirror holding `existing` (items by key hash) hold exactly `entries`:
  * the entries that are new or changed (unchanged items are left alone: a sync every minute would
@@ -103,12 +114,7 @@ export const mirrorDiff = (
   existing: ReadonlyMap<string, Item>,
   scope?: DiffScope,
 ): MirrorDiff => {
-  const wanted = new Set<string>()
-  for (const entry of entries) {
-    // BatchWriteItem refuses two requests for one key in a batch; the source never sends them.
-    if (wanted.has(entry.keyHash)) throw new Error(`Duplicate key mirror entry ${entry.keyId}`)
-    wanted.add(entry.keyHash)
-  }
+  const wanted = distinctHashes(entries)
   const planSizes = new Map<string, number>()
   for (const item of existing.values()) {
     const planId = String(item.usagePlanId)
@@ -207,6 +213,7 @@ export class KeyMirrorRepository {
    * item per key of one stage.
    */
   async diff(entries: KeyMirrorEntry[], scope?: DiffScope): Promise<MirrorDiff> {
+    distinctHashes(entries)
     return mirrorDiff(entries, await this.#scanItems(), scope)
   }
 
