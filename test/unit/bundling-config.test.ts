@@ -1,13 +1,8 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { BUNDLE_FILE, FUNCTION_BUNDLING } from '#infra/config/bundling-config.ts'
-import { REPO_ROOT } from '#infra/constructs/petstore-function-construct.ts'
+import { type BundledProbe, bundleProbe } from '#test/support/bundle-probe.ts'
 
 /**
  * The functions' esbuild options on what broke them: an import of `node:http` (the SDK's HTTP
@@ -39,26 +34,12 @@ console.log(JSON.stringify({
 }))
 `
 
-let dir: string
+let bundled: BundledProbe | undefined
 let server: Server
 let probe: { namedAgent: string; namespaceAgent: string; tables: unknown; undiciLoaded: boolean }
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'bundling-config-'))
-  writeFileSync(join(dir, 'probe-source.mjs'), PROBE)
-  const { banner, ...options } = FUNCTION_BUNDLING
-  await build({
-    ...options,
-    mainFields: [...options.mainFields],
-    banner: { js: banner },
-    entryPoints: [join(dir, 'probe-source.mjs')],
-    // The alias is a path from the repository root, as NodejsFunction runs esbuild there.
-    absWorkingDir: REPO_ROOT,
-    nodePaths: [join(REPO_ROOT, 'node_modules')],
-    bundle: true,
-    outfile: join(dir, BUNDLE_FILE),
-    logLevel: 'error',
-  })
+  bundled = await bundleProbe(PROBE, 'mjs')
   // DynamoDB's answer to ListTables, from this process: the probe's loop stays free for its client.
   server = createServer((_request, response) => {
     response.setHeader('content-type', 'application/x-amz-json-1.0')
@@ -66,7 +47,7 @@ beforeAll(async () => {
   })
   await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening))
   const { port } = server.address() as AddressInfo
-  const child = spawn(process.execPath, [join(dir, BUNDLE_FILE)], {
+  const child = spawn(process.execPath, [(bundled as BundledProbe).file], {
     env: { PATH: process.env.PATH, PROBE_ENDPOINT: `http://127.0.0.1:${port}` },
   })
   let stdout = ''
@@ -83,7 +64,7 @@ beforeAll(async () => {
 })
 afterAll(() => {
   server.close()
-  rmSync(dir, { recursive: true, force: true })
+  bundled?.remove()
 })
 
 describe("the functions' bundling of node:http", () => {

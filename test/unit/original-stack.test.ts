@@ -1,19 +1,16 @@
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { build } from 'esbuild'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FUNCTION_BUNDLING } from '#infra/config/bundling-config.ts'
 import { REPO_ROOT } from '#infra/constructs/petstore-function-construct.ts'
 import { originalStack } from '#shared/observability/original-stack.ts'
+import { type BundledProbe, bundleProbe } from '#test/support/bundle-probe.ts'
 
 /**
  * Functions run without --enable-source-maps: a logged error's stack is mapped back to the
  * TypeScript source from the bundle's .map file. The probe is bundled exactly as the functions
  * are and run in a plain `node` (vitest itself maps every stack, so it cannot show the difference).
  */
-let dir: string
+let bundled: BundledProbe | undefined
 let probe: { raw: string; mapped: string; causeMapped: string }
 
 const PROBE = `
@@ -31,25 +28,14 @@ console.log(JSON.stringify({ raw, mapped, causeMapped: (outer.cause as Error).st
 `
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'original-stack-'))
-  writeFileSync(join(dir, 'probe-source.ts'), PROBE)
-  const { banner, ...options } = FUNCTION_BUNDLING
-  await build({
-    ...options,
-    mainFields: [...options.mainFields],
-    banner: { js: banner },
-    entryPoints: [join(dir, 'probe-source.ts')],
-    bundle: true,
-    outfile: join(dir, 'index.mjs'),
-    logLevel: 'error',
-  })
-  const run = spawnSync(process.execPath, [join(dir, 'index.mjs')], {
+  bundled = await bundleProbe(PROBE, 'ts')
+  const run = spawnSync(process.execPath, [bundled.file], {
     encoding: 'utf8',
     env: { PATH: process.env.PATH },
   })
   probe = JSON.parse(run.stdout)
 })
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
+afterAll(() => bundled?.remove())
 
 describe('original stack', () => {
   it('a bundle without --enable-source-maps reports minified positions', () => {
