@@ -103,18 +103,20 @@ const distinctHashes = (entries: readonly KeyMirrorEntry[]): Set<string> => {
 }
 
 /**
- * What it takes to make a mirror holding `existing` (items by key hash) hold exactly `entries`:
- * the entries that are new or changed (unchanged items are left alone: a sync every minute would
- * otherwise rewrite every key 1,440 times a day) and the key hashes in scope no entry names any
- * more. The repository's rules, in one place: KeyMirrorRepository.diff reads `existing` with one
- * scan, and tests that hold a mirror in memory use the same function.
+ * What it takes to make a mirror holding the items `readExisting` gives (by key hash) hold exactly
+ * `entries`: the entries that are new or changed (unchanged items are left alone: a sync every
+ * minute would otherwise rewrite every key 1,440 times a day) and the key hashes in scope no entry
+ * names any more. Two entries for one key fail before the read. The repository's rules, in one
+ * place: KeyMirrorRepository.diff reads the items with one scan, and tests that hold a mirror in
+ * memory use the same function.
  */
-export const mirrorDiff = (
+export const mirrorDiff = async (
   entries: KeyMirrorEntry[],
-  existing: ReadonlyMap<string, Item>,
+  readExisting: () => Promise<ReadonlyMap<string, Item>>,
   scope?: DiffScope,
-): MirrorDiff => {
+): Promise<MirrorDiff> => {
   const wanted = distinctHashes(entries)
+  const existing = await readExisting()
   const planSizes = new Map<string, number>()
   for (const item of existing.values()) {
     const planId = String(item.usagePlanId)
@@ -212,9 +214,8 @@ export class KeyMirrorRepository {
    * times a day) and the key hashes no entry names any more. One scan reads the table: one small
    * item per key of one stage.
    */
-  async diff(entries: KeyMirrorEntry[], scope?: DiffScope): Promise<MirrorDiff> {
-    distinctHashes(entries)
-    return mirrorDiff(entries, await this.#scanItems(), scope)
+  diff(entries: KeyMirrorEntry[], scope?: DiffScope): Promise<MirrorDiff> {
+    return mirrorDiff(entries, () => this.#scanItems(), scope)
   }
 
   /**

@@ -58,7 +58,11 @@ class MemoryMirror {
   failure: Error | undefined
 
   async diff(entries: KeyMirrorEntry[], scope?: DiffScope): Promise<MirrorDiff> {
-    return mirrorDiff(entries, this.items as ReadonlyMap<string, Record<string, unknown>>, scope)
+    return mirrorDiff(
+      entries,
+      async () => this.items as ReadonlyMap<string, Record<string, unknown>>,
+      scope,
+    )
   }
 
   async apply(
