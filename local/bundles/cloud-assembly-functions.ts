@@ -23,8 +23,6 @@ export interface AssemblyFunction {
   environment: Record<string, unknown>
   timeoutSeconds: number
   memoryMb: number
-  /** The asset's hash, as the template's S3Key and the assets manifest name it. */
-  assetHash: string
 }
 
 export class AssemblyError extends Error {
@@ -91,7 +89,6 @@ export const readAssemblyFunctions = (
       // CloudFormation's defaults when a template leaves them out (AWS::Lambda::Function).
       timeoutSeconds: properties.Timeout ?? 3,
       memoryMb: properties.MemorySize ?? 128,
-      assetHash,
     })
   }
   return functions

@@ -137,7 +137,6 @@ const assemblyFunction = (environment: Record<string, unknown>): AssemblyFunctio
   environment,
   timeoutSeconds: 10,
   memoryMb: 512,
-  assetHash: 'abc',
 })
 
 describe("a bundle's environment (bundleEnvironment)", () => {
