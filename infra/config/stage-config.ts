@@ -23,7 +23,12 @@ import {
   isCorsAllowOrigin,
 } from '#shared/http/cors-headers.ts'
 import { type EdgeLimits, edgeLimitsOf, edgeThrottleFloor } from './edge-limits-config.ts'
-import { type ContextReader, type StageContext, stageContext } from './stage-context-reader.ts'
+import {
+  type ContextReader,
+  type SettingsReader,
+  type StageContext,
+  stageContext,
+} from './stage-context-reader.ts'
 
 export interface CustomDomainConfig {
   domainName: string
@@ -235,12 +240,22 @@ export const customDomainOf = (settings: StageContext): CustomDomainConfig | und
   }
 }
 
+/** The account a stage is pinned to, when set: twelve digits, as AWS writes it. */
+const accountOf = (settings: StageContext): string | undefined => {
+  const account = settings.text('account')
+  if (account !== undefined && !/^\d{12}$/.test(account)) {
+    settings.fail('account', 'a 12-digit AWS account id, in quotes')
+  }
+  return account
+}
+
 /**
- * Everything that differs between stages, from CDK context and the stage's defaults: one step per
- * concern above, each failing synthesis with the context key and what it expected.
+ * Everything that differs between stages, from cdk.json's `petstore.<stage>` and the stage's
+ * defaults: one step per concern above, each failing synthesis with the setting and what it
+ * expected.
  */
-export const readStageConfig = (context: ContextReader, stage: StageName): StageConfig => {
-  const settings = stageContext(context, stage)
+export const readStageConfig = (source: SettingsReader, stage: StageName): StageConfig => {
+  const settings = stageContext(source, stage)
   const defaults = STAGES[stage]
   // In this order, the first bad setting is the one an error names.
   const logRetention = logRetentionOf(settings, defaults)
@@ -250,7 +265,7 @@ export const readStageConfig = (context: ContextReader, stage: StageName): Stage
   const throttle = stageThrottleOf(settings, defaults, enterpriseLimits, waf)
   const customDomain = customDomainOf(settings)
   const corsAllowOrigin = corsAllowOriginOf(settings)
-  const account = settings.text('account')
+  const account = accountOf(settings)
   const region = settings.text('region')
   return {
     stage,

@@ -1,9 +1,16 @@
-/** Reads one context value (e.g. `(key) => app.node.tryGetContext(key)`). */
+/** Reads one CDK context value (e.g. `(key) => app.node.tryGetContext(key)`): `stage` only. */
 export type ContextReader = (key: string) => unknown
 
+/**
+ * Reads one setting by its name under `petstore` in cdk.json, dotted: `production.alarmEmail`
+ * is `"petstore": {"production": {"alarmEmail": …}}` (infra/config/cdk-json-settings.ts).
+ */
+export type SettingsReader = (key: string) => unknown
+
+/** Where the settings live in cdk.json: `context.petstore.<stage>` and `context.petstore.release`. */
 export const CONTEXT_ROOT = 'petstore'
 
-/** Context settings, as `petstore.<stage>.<setting>` in cdk.json or `-c <stage>.<setting>=value`. */
+/** A stage's settings, as `petstore.<stage>.<setting>` in cdk.json. */
 export const STAGE_SETTINGS = [
   'account',
   'region',
@@ -30,15 +37,6 @@ export const STAGE_SETTINGS = [
 ] as const
 export type StageSetting = (typeof STAGE_SETTINGS)[number]
 
-/**
- * Switches that may also be given once for every stage synthesized (`-c waf=false`); a
- * `-c <stage>.<setting>` still wins for its stage.
- */
-const APP_WIDE_SWITCHES = ['gradualDeployment', 'waf'] as const satisfies readonly StageSetting[]
-
-const isAppWideSwitch = (setting: StageSetting): boolean =>
-  (APP_WIDE_SWITCHES as readonly StageSetting[]).includes(setting)
-
 /** An integer setting's default and bounds; `why` explains a bound in the error message. */
 export interface IntegerRule {
   fallback: number
@@ -49,7 +47,7 @@ export interface IntegerRule {
 
 /**
  * One stage's settings, typed. Each read returns the default when the setting is unset (absent,
- * null or ''), and throws an error naming the context key, the value and what was expected
+ * null or ''), and throws an error naming the cdk.json setting, the value and what was expected
  * otherwise, so a typo fails synthesis instead of deploying a default.
  */
 export interface StageContext {
@@ -61,34 +59,21 @@ export interface StageContext {
 }
 
 /**
- * Where a stage's setting comes from, most specific first: `-c production.waf=...`, then
- * `-c waf=...` for an app-wide switch, then the cdk.json object `petstore.production`.
+ * One stage's settings from cdk.json (`petstore.<stage>`): a hand deploy and the pipeline read the
+ * same file, so they deploy the same thing. An error names the setting where cdk.json holds it.
  *
  * @example
- * const settings = stageContext((key) => app.node.tryGetContext(key), 'production')
- * settings.flag('waf', true) // -c production.waf=false, -c waf=false or cdk.json; else true
+ * const settings = stageContext(settingsReader(readCdkJsonSettings()), 'production')
+ * settings.flag('waf', true) // petstore.production.waf in cdk.json; else true
  */
-export const stageContext = (context: ContextReader, stage: string): StageContext => {
-  const root = context(CONTEXT_ROOT)
-  const nested =
-    root && typeof root === 'object' ? (root as Record<string, unknown>)[stage] : undefined
-  const fromObject = nested && typeof nested === 'object' ? (nested as Record<string, unknown>) : {}
-  // The key is what an error message names.
-  const source = (setting: StageSetting): { key: string; value: unknown } => {
-    const own = `${stage}.${setting}`
-    const flat = context(own)
-    if (flat !== undefined && flat !== null) return { key: own, value: flat }
-    const everyStage = isAppWideSwitch(setting) ? context(setting) : undefined
-    if (everyStage !== undefined && everyStage !== null) return { key: setting, value: everyStage }
-    return { key: own, value: fromObject[setting] }
-  }
+export const stageContext = (settings: SettingsReader, stage: string): StageContext => {
   const raw = (setting: StageSetting): unknown => {
-    const { value } = source(setting)
+    const value = settings(`${stage}.${setting}`)
     return value === null || value === '' ? undefined : value
   }
   const fail = (setting: StageSetting, expected: string): never => {
     throw new Error(
-      `Invalid context ${source(setting).key}=${JSON.stringify(raw(setting))}: expected ${expected}`,
+      `Invalid cdk.json setting ${CONTEXT_ROOT}.${stage}.${setting}=${JSON.stringify(raw(setting))}: expected ${expected}`,
     )
   }
   return {

@@ -1,9 +1,14 @@
 // The IAM role a stage's deploy job in GitHub Actions assumes through OIDC: deploy, then smoke.
-import { CfnOutput, Duration, Stack, Token, Validations } from 'aws-cdk-lib'
+import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib'
 import { CfnOIDCProvider, PolicyStatement, Role, WebIdentityPrincipal } from 'aws-cdk-lib/aws-iam'
 import { Construct } from 'constructs'
-import type { ReleaseConfig } from '#infra/config/release-config.ts'
+import {
+  makesOidcProvider,
+  oidcSubjects,
+  type ReleaseConfig,
+} from '#infra/config/release-config.ts'
 import { stackName } from '#shared/config/stack-names-config.ts'
+import type { StageName } from '#shared/config/stages-config.ts'
 
 /** GitHub's OIDC issuer and the audience its official AWS credentials action asks for. */
 export const GITHUB_OIDC_HOST = 'token.actions.githubusercontent.com'
@@ -31,7 +36,7 @@ export const SMOKE_KEY_PERMISSIONS = [
 ] as const
 
 export interface GitHubDeployRoleProps {
-  stage: string
+  stage: StageName
   release: ReleaseConfig
 }
 
@@ -39,29 +44,31 @@ export interface GitHubDeployRoleProps {
  * Least privilege for one stage's deploy job: assume that account's bootstrap roles, read the
  * stage's stack outputs, make and revoke the smoke test's key and run the stage's key sync. Only
  * a workflow job of the named repository running in the GitHub environment named after the stage
- * can assume it (OIDC `sub` = `repo:<owner>/<name>:environment:<stage>`); the environment's own
- * rules (required reviewers, deployment branches) decide which runs get there.
+ * can assume it: the OIDC `sub` must equal, exactly, the subject GitHub sends for that job
+ * (`oidcSubjects`: `repo:OWNER@OWNER_ID/REPO@REPO_ID:environment:<stage>` with the ids set, the
+ * name form without them, both only while migrating); the environment's own rules (required
+ * reviewers, deployment branches) decide which runs get there.
  */
 export class GitHubDeployRole extends Construct {
   readonly role: Role
+  /** The account's GitHub OIDC provider, made here or already there. */
+  readonly providerArn: string
 
   constructor(scope: Construct, id: string, { stage, release }: GitHubDeployRoleProps) {
     super(scope, id)
     const { account, region, partition } = Stack.of(this)
-    const providerArn =
-      release.oidcProviderArn ??
-      new CfnOIDCProvider(this, 'GitHubOidcProvider', {
-        url: `https://${GITHUB_OIDC_HOST}`,
-        clientIdList: [GITHUB_OIDC_AUDIENCE],
-      }).attrArn
+    this.providerArn = makesOidcProvider(release, stage)
+      ? this.makeProvider()
+      : `arn:${partition}:iam::${account}:oidc-provider/${GITHUB_OIDC_HOST}`
+    const subjects = oidcSubjects(release, stage)
     this.role = new Role(this, 'Role', {
       roleName: `petstore-${stage}-release-${region}`,
       description: `GitHub Actions (${release.githubRepository}, environment ${stage}): deploys and smokes the ${stage} stage`,
       maxSessionDuration: Duration.hours(1),
-      assumedBy: new WebIdentityPrincipal(providerArn, {
+      assumedBy: new WebIdentityPrincipal(this.providerArn, {
         StringEquals: {
           [`${GITHUB_OIDC_HOST}:aud`]: GITHUB_OIDC_AUDIENCE,
-          [`${GITHUB_OIDC_HOST}:sub`]: `repo:${release.githubRepository}:environment:${stage}`,
+          [`${GITHUB_OIDC_HOST}:sub`]: subjects.length === 1 ? subjects[0] : subjects,
         },
       }),
     })
@@ -124,10 +131,19 @@ export class GitHubDeployRole extends Construct {
       ],
       "The stage's key mirror table: the * is the suffix CloudFormation gives its name.",
     )
-    new CfnOutput(this, 'RoleArn', {
-      value: this.role.roleArn,
-      description: `Set as the ${stage} environment's AWS_DEPLOY_ROLE_ARN variable in GitHub`,
+  }
+
+  /**
+   * The account's one provider for GitHub's tokens. Kept once created, as other roles of the
+   * account may come to trust it (RetainExceptOnCreate): a failed first create leaves none behind.
+   */
+  private makeProvider(): string {
+    const provider = new CfnOIDCProvider(this, 'GitHubOidcProvider', {
+      url: `https://${GITHUB_OIDC_HOST}`,
+      clientIdList: [GITHUB_OIDC_AUDIENCE],
     })
+    provider.applyRemovalPolicy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
+    return provider.attrArn
   }
 }
 

@@ -1,20 +1,27 @@
 // One stage's release access: the role its GitHub Actions deploy job assumes.
-import { type App, Stack, type StackProps, Tags } from 'aws-cdk-lib'
-import { type ReleaseConfig, readReleaseConfig } from '#infra/config/release-config.ts'
+import { type App, CfnOutput, Stack, type StackProps, Tags } from 'aws-cdk-lib'
+import { type PetstoreSettings, settingsReader } from '#infra/config/cdk-json-settings.ts'
+import {
+  makesOidcProvider,
+  oidcSubjects,
+  type ReleaseConfig,
+  readReleaseConfig,
+} from '#infra/config/release-config.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
-import type { ContextReader } from '#infra/config/stage-context-reader.ts'
 import { GitHubDeployRole } from '#infra/constructs/github-deploy-role-construct.ts'
+import type { StageName } from '#shared/config/stages-config.ts'
 import { stageEnv } from './petstore-stage-stacks.ts'
 
 export interface PetstoreReleaseStackProps extends StackProps {
-  stage: string
+  stage: StageName
   release: ReleaseConfig
 }
 
 /**
- * Deployed once per stage by an administrator (`npx cdk deploy petstore-release-<stage>`), never
- * by the pipeline: its name is outside `petstore-<stage>-*`, the stacks the pipeline deploys, so a
- * pipeline run can never widen its own permissions.
+ * Deployed once per stage by an administrator (`npm run release:setup:<stage>`), never by the
+ * pipeline: its name is outside `petstore-<stage>-*`, the stacks the pipeline deploys. Its
+ * outputs are what the GitHub environment needs and what an operator checks: `RoleArn`,
+ * `OidcProviderArn`, `TrustedSubjects`.
  */
 export class PetstoreReleaseStack extends Stack {
   readonly deployRole: GitHubDeployRole
@@ -22,20 +29,37 @@ export class PetstoreReleaseStack extends Stack {
   constructor(scope: App, id: string, { stage, release, ...props }: PetstoreReleaseStackProps) {
     super(scope, id, props)
     this.deployRole = new GitHubDeployRole(this, 'GitHubDeployRole', { stage, release })
+    new CfnOutput(this, 'RoleArn', {
+      value: this.deployRole.role.roleArn,
+      description: `Set as the ${stage} environment's AWS_DEPLOY_ROLE_ARN variable in GitHub`,
+    })
+    new CfnOutput(this, 'OidcProviderArn', {
+      value: this.deployRole.providerArn,
+      description: "The account's GitHub OIDC provider the role trusts",
+    })
+    new CfnOutput(this, 'TrustedSubjects', {
+      value: oidcSubjects(release, stage).join(' '),
+      description: `The OIDC subjects (sub) the role accepts, each matched exactly: GitHub's for a job in the ${stage} environment`,
+    })
   }
 }
 
 export const releaseStackName = (stage: string): string => `petstore-release-${stage}`
 
-/** The release stacks of the synthesized stages, when the context names a repository. */
+/**
+ * The release stacks of the synthesized stages, when cdk.json names a repository. In an account
+ * both stages share, staging's stack makes the account's GitHub provider and production's uses
+ * it, so production's stack comes second.
+ */
 export const addReleaseStacks = (
   app: App,
   stages: readonly StageConfig[],
+  settings: PetstoreSettings,
 ): PetstoreReleaseStack[] => {
-  const context: ContextReader = (key) => app.node.tryGetContext(key)
-  const release = readReleaseConfig(context)
+  const release = readReleaseConfig(settingsReader(settings))
   if (!release) return []
-  return stages.map((config) => {
+  const stacks = new Map<StageName, PetstoreReleaseStack>()
+  for (const config of stages) {
     const stack = new PetstoreReleaseStack(app, releaseStackName(config.stage), {
       stage: config.stage,
       release,
@@ -43,6 +67,14 @@ export const addReleaseStacks = (
       ...stageEnv(config),
     })
     Tags.of(stack).add('petstore:stage', config.stage)
-    return stack
-  })
+    stacks.set(config.stage, stack)
+  }
+  const staging = stacks.get('staging')
+  const production = stacks.get('production')
+  if (staging && production && makesOidcProvider(release, 'staging')) {
+    if (release.accounts.staging === release.accounts.production) {
+      production.addDependency(staging, "staging's stack makes the account's GitHub OIDC provider")
+    }
+  }
+  return [...stacks.values()]
 }

@@ -1,4 +1,5 @@
 import { type App, Tags } from 'aws-cdk-lib'
+import { type PetstoreSettings, settingsReader } from '#infra/config/cdk-json-settings.ts'
 import { readStageConfig, type StageConfig, selectedStages } from '#infra/config/stage-config.ts'
 import type { ContextReader } from '#infra/config/stage-context-reader.ts'
 import { stageTags } from '#keys/usage-plans-config.ts'
@@ -48,10 +49,13 @@ export const addStageStacks = (app: App, config: StageConfig): StageStacks => {
   return { config, data, api }
 }
 
-/** The stages the context selects (`-c stage=...`, else both), each with its stack set. */
-export const addPetstoreStacks = (app: App): StageStacks[] => {
+/**
+ * The stages the context selects (`-c stage=...`, else both), each with its stack set, from the
+ * settings cdk.json holds (app.ts reads the file; a test passes settings of its own).
+ */
+export const addPetstoreStacks = (app: App, settings: PetstoreSettings): StageStacks[] => {
   const context: ContextReader = (key) => app.node.tryGetContext(key)
   return selectedStages(context).map((stage) =>
-    addStageStacks(app, readStageConfig(context, stage)),
+    addStageStacks(app, readStageConfig(settingsReader(settings), stage)),
   )
 }

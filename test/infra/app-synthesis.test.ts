@@ -1,7 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { App } from 'aws-cdk-lib'
 import { CloudAssembly } from 'aws-cdk-lib/cx-api'
 import { describe, expect, it } from 'vitest'
+import { petstoreSettings, readCdkJsonSettings } from '#infra/config/cdk-json-settings.ts'
 import { CDK_JSON, REPO_ROOT } from './support/cdk-json.ts'
 import { appAssemblyDir, appSynthesis, synthesizeApp } from './support/synth-app.ts'
 
@@ -47,7 +49,21 @@ describe('the CDK app', () => {
     expect(() => synthesizeApp({ stage: 'qa' })).toThrow(/Invalid context stage="qa"/)
   })
 
-  it('pins a stage to an account and region when the context names them', () => {
+  it('refuses a -c stage setting that cdk.json does not hold, as app.ts reads them', () => {
+    // The CDK CLI puts cdk.json's context and every -c value into the app's context.
+    const app = new App({
+      context: { ...CDK_JSON.context, 'production.alarmEmail': 'ops@example.com' },
+    })
+    expect(() => petstoreSettings(app.node.getAllContext(), readCdkJsonSettings())).toThrow(
+      /^-c production\.alarmEmail=ops@example\.com: cdk\.json does not hold that/,
+    )
+    const plain = new App({ context: { ...CDK_JSON.context, stage: 'staging' } })
+    expect(petstoreSettings(plain.node.getAllContext(), readCdkJsonSettings())).toEqual(
+      readCdkJsonSettings(),
+    )
+  })
+
+  it('pins a stage to an account and region when cdk.json names them', () => {
     const pinned = synthesizeApp({
       stage: 'production',
       'production.account': '123456789012',

@@ -1,6 +1,7 @@
 import { App } from 'aws-cdk-lib'
 import { Template } from 'aws-cdk-lib/assertions'
 import { describe, expect, it } from 'vitest'
+import { settingsReader } from '#infra/config/cdk-json-settings.ts'
 import { readReleaseConfig } from '#infra/config/release-config.ts'
 import { readStageConfig } from '#infra/config/stage-config.ts'
 import { SMOKE_KEY_PERMISSIONS } from '#infra/constructs/github-deploy-role-construct.ts'
@@ -9,10 +10,13 @@ import {
   MANAGEMENT_PERMISSIONS,
   permissionPattern,
 } from '#ops/keys/management-permissions-config.ts'
+import type { StageName } from '#shared/config/stages-config.ts'
+import { RELEASE_SETTINGS, settingsOf } from './support/stage-settings.ts'
 
 /**
  * The role the release pipeline's deploy jobs assume (docs/deploying.md, "The release
- * pipeline"): who may assume it, and everything it may do, statement by statement.
+ * pipeline"): everything it may do, statement by statement. Who may assume it (the OIDC trust,
+ * the provider) and the stack's outputs: release-trust.test.ts.
  */
 const ACCOUNT = '111111111111'
 const REGION = 'eu-west-1'
@@ -26,11 +30,9 @@ interface Statement {
   Principal?: Record<string, unknown>
 }
 
-const releaseTemplate = (stage: string, extra: Record<string, string> = {}) => {
+const releaseTemplate = (stage: StageName) => {
   const app = new App()
-  const release = readReleaseConfig(
-    (key) => ({ 'release.githubRepository': 'acme/petstore', ...extra })[key],
-  )
+  const release = readReleaseConfig(settingsReader(settingsOf(RELEASE_SETTINGS)))
   if (!release) throw new Error('no release settings')
   const stack = new PetstoreReleaseStack(app, `petstore-release-${stage}`, {
     stage,
@@ -65,33 +67,8 @@ const text = (value: unknown): string => {
 const asList = (value: unknown): string[] =>
   value === undefined ? [] : (Array.isArray(value) ? value : [value]).map(text)
 
-describe.each(['staging', 'production'])('the %s release role', (stage) => {
+describe.each(['staging', 'production'] as const)('the %s release role', (stage) => {
   const template = releaseTemplate(stage)
-  const role = only(template.findResources('AWS::IAM::Role')) as {
-    Properties: { AssumeRolePolicyDocument: { Statement: Statement[] }; MaxSessionDuration: number }
-  }
-
-  it("trusts only GitHub's OIDC tokens of this repository's job in the stage's environment", () => {
-    const [trust, ...others] = role.Properties.AssumeRolePolicyDocument.Statement
-    expect(others).toEqual([])
-    expect(trust).toMatchObject({
-      Effect: 'Allow',
-      Action: 'sts:AssumeRoleWithWebIdentity',
-      Condition: {
-        StringEquals: {
-          'token.actions.githubusercontent.com:aud': 'sts.amazonaws.com',
-          'token.actions.githubusercontent.com:sub': `repo:acme/petstore:environment:${stage}`,
-        },
-      },
-    })
-    // No pattern: a branch, a pull request or another environment gets a different sub.
-    expect(Object.keys(trust?.Condition ?? {})).toEqual(['StringEquals'])
-    expect(role.Properties.MaxSessionDuration).toBe(3600)
-    template.hasResourceProperties('AWS::IAM::OIDCProvider', {
-      Url: 'https://token.actions.githubusercontent.com',
-      ClientIdList: ['sts.amazonaws.com'],
-    })
-  })
 
   it('may assume the bootstrap deploy and file-publishing roles, and no other role', () => {
     const assume = policyStatements(template).filter((s) =>
@@ -171,36 +148,30 @@ describe('the release settings', () => {
     expect(new Set(smokeCalls.flatMap(permissionPattern))).toEqual(new Set(SMOKE_KEY_PERMISSIONS))
   })
 
-  it("use the account's own GitHub OIDC provider when one is named, and make none", () => {
-    const arn = `arn:aws:iam::${ACCOUNT}:oidc-provider/token.actions.githubusercontent.com`
-    const template = releaseTemplate('staging', { 'release.oidcProviderArn': arn })
-    expect(template.findResources('AWS::IAM::OIDCProvider')).toEqual({})
-    template.hasResourceProperties('AWS::IAM::Role', {
-      AssumeRolePolicyDocument: { Statement: [{ Principal: { Federated: arn } }] },
-    })
-  })
-
   it("put each stage's release role in that stage's own account and Region", () => {
-    const app = new App({
-      context: {
-        'release.githubRepository': 'acme/petstore',
-        'production.account': '222222222222',
-        'production.region': 'eu-west-1',
-      },
+    const settings = settingsOf({
+      ...RELEASE_SETTINGS,
+      'production.account': '222222222222',
+      'production.region': 'eu-west-1',
+      'release.oneAccountForBothStages': undefined,
     })
-    const config = readStageConfig((key) => app.node.tryGetContext(key), 'production')
-    const [stack] = addReleaseStacks(app, [config])
+    const config = readStageConfig(settingsReader(settings), 'production')
+    const [stack] = addReleaseStacks(new App(), [config], settings)
     expect({ account: stack?.account, region: stack?.region }).toEqual({
       account: '222222222222',
       region: 'eu-west-1',
     })
-    expect(addReleaseStacks(new App(), [config])).toEqual([])
+    expect(addReleaseStacks(new App(), [config], {})).toEqual([])
   })
 
   it('refuse a repository that is not owner/name, naming the setting', () => {
     expect(() =>
-      readReleaseConfig((key) => (key === 'release.githubRepository' ? 'acme' : undefined)),
-    ).toThrow('Invalid context release.githubRepository="acme": expected owner/name')
+      readReleaseConfig(
+        settingsReader(settingsOf({ ...RELEASE_SETTINGS, 'release.githubRepository': 'acme' })),
+      ),
+    ).toThrow(
+      'Invalid cdk.json setting petstore.release.githubRepository="acme": expected owner/name',
+    )
     expect(readReleaseConfig(() => undefined)).toBeUndefined()
   })
 })

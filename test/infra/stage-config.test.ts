@@ -1,5 +1,6 @@
 import { RetentionDays } from 'aws-cdk-lib/aws-logs'
 import { describe, expect, it } from 'vitest'
+import { settingsReader } from '#infra/config/cdk-json-settings.ts'
 import {
   alarmEmailOf,
   customDomainOf,
@@ -177,7 +178,7 @@ describe('per-stage settings', () => {
         'staging',
       ),
     ).toThrow(
-      'Invalid context staging.throttleRateLimit="166": expected an integer of at least 167 (the enterprise usage plan\'s backstop is 166.67 requests/s; a lower stage throttle would refuse requests that plan allows)',
+      'Invalid cdk.json setting petstore.staging.throttleRateLimit="166": expected an integer of at least 167 (the enterprise usage plan\'s backstop is 166.67 requests/s; a lower stage throttle would refuse requests that plan allows)',
     )
     expect(() =>
       readStageConfig(contextOf({ 'production.throttleBurstLimit': 0 }), 'production'),
@@ -195,31 +196,35 @@ describe('per-stage settings', () => {
     ).toThrow(/throttleRateLimit="300": expected an integer of at least 400/)
   })
 
-  it('reads the cdk.json object and lets -c <stage>.<setting> override it', () => {
-    const context = contextOf({
-      petstore: {
-        production: {
-          alarmEmail: 'ops@example.com',
-          logRetentionDays: 365,
-          enterpriseLimits: '6000/2000000',
-          region: 'eu-west-1',
-        },
+  it("reads the stage's object of cdk.json's petstore settings", () => {
+    const settings = settingsReader({
+      production: {
+        alarmEmail: 'ops@example.com',
+        logRetentionDays: 180,
+        enterpriseLimits: '6000/2000000',
+        region: 'eu-west-1',
+        account: '222222222222',
+        authorizerCacheTtlSeconds: '0',
+        apiGatewayCloudWatchRole: false,
       },
-      'production.logRetentionDays': '180',
-      'production.authorizerCacheTtlSeconds': '0',
-      'production.apiGatewayCloudWatchRole': 'false',
     })
-    const config = readStageConfig(context, 'production')
+    const config = readStageConfig(settings, 'production')
     expect(config).toMatchObject({
       alarmEmail: 'ops@example.com',
       logRetention: RetentionDays.SIX_MONTHS,
       enterpriseLimits: { perMinute: 6000, perDay: 2_000_000 },
       region: 'eu-west-1',
+      account: '222222222222',
       authorizerCacheTtlSeconds: 0,
       apiGatewayCloudWatchRole: false,
     })
     // Settings of one stage never leak into the other.
-    expect(readStageConfig(context, 'staging').alarmEmail).toBeUndefined()
+    expect(readStageConfig(settings, 'staging').alarmEmail).toBeUndefined()
+    expect(() =>
+      readStageConfig(settingsReader({ production: { account: 222222222222 } }), 'production'),
+    ).toThrow(
+      'Invalid cdk.json setting petstore.production.account=222222222222: expected a string',
+    )
   })
 
   it('rolls out gradually in production only and puts the WAF in front of both stages, unless told otherwise', () => {
@@ -231,25 +236,16 @@ describe('per-stage settings', () => {
       gradualDeployment: false,
       waf: true,
     })
-    // `-c waf=false` switches every stage; `-c <stage>.waf` still wins for its stage.
-    const context = contextOf({ waf: 'false', gradualDeployment: 'true', 'production.waf': 'true' })
-    expect(readStageConfig(context, 'staging')).toMatchObject({
+    // Each stage says so for itself: there is no setting for every stage at once.
+    const settings = contextOf({ 'staging.waf': false, 'staging.gradualDeployment': 'true' })
+    expect(readStageConfig(settings, 'staging')).toMatchObject({
       waf: false,
       gradualDeployment: true,
     })
-    expect(readStageConfig(context, 'production')).toMatchObject({ waf: true })
-    expect(readStageConfig(contextOf({ waf: false }), 'production')).toMatchObject({ waf: false })
-    // The app-wide form wins over the cdk.json object, like every command-line setting.
-    expect(
-      readStageConfig(contextOf({ petstore: { staging: { waf: false } }, waf: 'true' }), 'staging'),
-    ).toMatchObject({ waf: true })
-    expect(() => readStageConfig(contextOf({ waf: 'on' }), 'staging')).toThrow(
-      'Invalid context waf="on": expected true or false',
+    expect(readStageConfig(settings, 'production')).toMatchObject({ waf: true })
+    expect(() => readStageConfig(contextOf({ 'staging.waf': 'on' }), 'staging')).toThrow(
+      'Invalid cdk.json setting petstore.staging.waf="on": expected true or false',
     )
-    // Only switches are app-wide: a setting that names one stage's resources is not.
-    expect(
-      readStageConfig(contextOf({ alarmEmail: 'ops@example.com' }), 'staging').alarmEmail,
-    ).toBeUndefined()
   })
 
   it('takes a custom domain only with its certificate', () => {
@@ -284,7 +280,7 @@ describe('per-stage settings', () => {
 })
 
 describe('stage settings, step by step', () => {
-  /** One stage's settings from flat `-c staging.<setting>` values. */
+  /** One stage's settings, as cdk.json's `petstore.staging` would hold them. */
   const staging = (values: Record<string, unknown>) =>
     stageContext(
       contextOf(Object.fromEntries(Object.entries(values).map(([k, v]) => [`staging.${k}`, v]))),
@@ -308,7 +304,7 @@ describe('stage settings, step by step', () => {
       perDay: 2_000_000,
     })
     expect(() => enterpriseLimitsOf(staging({ enterpriseLimits: '9000' }))).toThrow(
-      'Invalid context staging.enterpriseLimits="9000": expected "perMinute/perDay" as whole numbers, perMinute at least 1 and perDay at least perMinute, e.g. "5000/1000000"',
+      'Invalid cdk.json setting petstore.staging.enterpriseLimits="9000": expected "perMinute/perDay" as whole numbers, perMinute at least 1 and perDay at least perMinute, e.g. "5000/1000000"',
     )
     expect(() => enterpriseLimitsOf(staging({ enterpriseLimits: '100/5' }))).toThrow(
       'perDay at least perMinute',

@@ -1,60 +1,37 @@
 import { describe, expect, it } from 'vitest'
-import { type ContextReader, stageContext } from '#infra/config/stage-context-reader.ts'
+import { settingsReader } from '#infra/config/cdk-json-settings.ts'
+import { type SettingsReader, stageContext } from '#infra/config/stage-context-reader.ts'
 
+/** Settings by their dotted names under cdk.json's `petstore` (`staging.waf`). */
 const contextOf =
-  (values: Record<string, unknown>): ContextReader =>
+  (values: Record<string, unknown>): SettingsReader =>
   (key) =>
     values[key]
 
 describe('stage context reader', () => {
-  it('takes -c <stage>.<setting> over the cdk.json object', () => {
+  it("reads cdk.json's object of its own stage only", () => {
     // Prepare
-    const context = contextOf({
-      petstore: { production: { alarmEmail: 'file@example.com' } },
-      'production.alarmEmail': 'flag@example.com',
-    })
+    const settings = settingsReader({ production: { alarmEmail: 'ops@example.com' } })
 
     // Act
-    const alarmEmail = stageContext(context, 'production').text('alarmEmail')
-
-    // Assess
-    expect(alarmEmail).toBe('flag@example.com')
-  })
-
-  it('reads the cdk.json object of its own stage only', () => {
-    // Prepare
-    const context = contextOf({ petstore: { production: { alarmEmail: 'ops@example.com' } } })
-
-    // Act
-    const alarmEmail = stageContext(context, 'staging').text('alarmEmail')
-
-    // Assess
-    expect(alarmEmail).toBeUndefined()
-  })
-
-  it('lets an app-wide switch (-c waf=...) stand for every stage, below -c <stage>.waf', () => {
-    // Prepare
-    const context = contextOf({ waf: 'false', 'production.waf': 'true' })
-
-    // Act
-    const flags = {
-      staging: stageContext(context, 'staging').flag('waf', true),
-      production: stageContext(context, 'production').flag('waf', false),
+    const alarmEmail = {
+      production: stageContext(settings, 'production').text('alarmEmail'),
+      staging: stageContext(settings, 'staging').text('alarmEmail'),
     }
 
     // Assess
-    expect(flags).toEqual({ staging: false, production: true })
+    expect(alarmEmail).toEqual({ production: 'ops@example.com', staging: undefined })
   })
 
-  it('never takes an app-wide value for a setting that is not a switch', () => {
+  it('has no app-wide value: a stage reads its own settings alone', () => {
     // Prepare
-    const context = contextOf({ alarmEmail: 'ops@example.com' })
+    const settings = settingsReader({ staging: { waf: false } })
 
     // Act
-    const alarmEmail = stageContext(context, 'staging').text('alarmEmail')
+    const waf = stageContext(settings, 'production').flag('waf', true)
 
     // Assess
-    expect(alarmEmail).toBeUndefined()
+    expect(waf).toBe(true)
   })
 
   it.each([null, ''])('treats %j as unset: the default applies', (value) => {
@@ -93,7 +70,7 @@ describe('stage context reader', () => {
     expect(() =>
       settings.integer('throttleRateLimit', { fallback: 10, min: 10, max: 20, why: 'a reason' }),
     ).toThrow(
-      'Invalid context staging.throttleRateLimit="5": expected an integer from 10 to 20 (a reason)',
+      'Invalid cdk.json setting petstore.staging.throttleRateLimit="5": expected an integer from 10 to 20 (a reason)',
     )
   })
 
@@ -123,13 +100,13 @@ describe('stage context reader', () => {
     expect(settings.flag('waf', !expected)).toBe(expected)
   })
 
-  it('refuses a switch that is neither true nor false, naming the key it came from', () => {
+  it('refuses a switch that is neither true nor false, naming where cdk.json holds it', () => {
     // Prepare
-    const settings = stageContext(contextOf({ waf: 'on' }), 'staging')
+    const settings = stageContext(contextOf({ 'staging.waf': 'on' }), 'staging')
 
     // Act & Assess
     expect(() => settings.flag('waf', false)).toThrow(
-      'Invalid context waf="on": expected true or false',
+      'Invalid cdk.json setting petstore.staging.waf="on": expected true or false',
     )
   })
 
@@ -139,7 +116,7 @@ describe('stage context reader', () => {
 
     // Act & Assess
     expect(() => settings.text('region')).toThrow(
-      'Invalid context staging.region=42: expected a string',
+      'Invalid cdk.json setting petstore.staging.region=42: expected a string',
     )
   })
 })

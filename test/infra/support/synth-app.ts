@@ -3,10 +3,13 @@ import { join } from 'node:path'
 import { App } from 'aws-cdk-lib'
 import { Template } from 'aws-cdk-lib/assertions'
 import { inject } from 'vitest'
+import { petstoreSettings } from '#infra/config/cdk-json-settings.ts'
+import { CONTEXT_ROOT } from '#infra/config/stage-context-reader.ts'
 import { addPetstoreStacks, type StageStacks } from '#infra/stacks/petstore-stage-stacks.ts'
 import type { StageName } from '#shared/config/stages-config.ts'
 import type { AppSynthesis } from './app-synthesis-setup.ts'
 import { CDK_JSON } from './cdk-json.ts'
+import { isSettingName, settingsOf } from './stage-settings.ts'
 
 /** Bundling five functions and validating both stages: seconds, more on a busy machine. */
 const SYNTHESIS_TIMEOUT_MS = 120_000
@@ -70,19 +73,31 @@ export interface SynthesizedApp {
 }
 
 /**
- * The app with other context than app.ts gets (e.g. a custom domain), for template details
- * unrelated to the code: cdk.json's context plus the given context, stacks from the same function
- * app.ts calls, and no bundling (CDK's `aws:cdk:bundling-stacks`), which keeps it quick. Bundles
- * are checked once, in the app.ts assembly (appAssemblyDir).
+ * The app with other settings than app.ts gets (e.g. a custom domain), for template details
+ * unrelated to the code: settings given by their dotted names (`'production.domainName': …`) are
+ * handed to the app as cdk.json's `petstore` would hold them (the app's settings source is a
+ * parameter: no test writes cdk.json), anything else (`stage`) is CDK context beside cdk.json's;
+ * stacks from the same functions app.ts calls, and no bundling (CDK's `aws:cdk:bundling-stacks`),
+ * which keeps it quick. Bundles are checked once, in the app.ts assembly (appAssemblyDir).
  */
-export const synthesizeApp = (context: Record<string, unknown> = {}): SynthesizedApp => {
+export const synthesizeApp = (values: Record<string, unknown> = {}): SynthesizedApp => {
+  const settings = settingsOf(
+    Object.fromEntries(Object.entries(values).filter(([key]) => isSettingName(key))),
+  )
+  const context = Object.fromEntries(Object.entries(values).filter(([key]) => !isSettingName(key)))
   const app = new App({
-    context: { ...CDK_JSON.context, 'aws:cdk:bundling-stacks': [], ...context },
+    // As the CDK CLI runs app.ts: cdk.json's context, its `petstore` object included.
+    context: {
+      ...CDK_JSON.context,
+      [CONTEXT_ROOT]: settings,
+      'aws:cdk:bundling-stacks': [],
+      ...context,
+    },
     // CDK's CloudFormation rule check (a WASM engine, about a second per test process) runs on
     // the app.ts synthesis; these variants only feed assertions on template details.
     builtinCloudFormationValidation: false,
   })
-  const stages = addPetstoreStacks(app)
+  const stages = addPetstoreStacks(app, petstoreSettings(app.node.getAllContext(), settings))
   return {
     app,
     stages,
