@@ -20,16 +20,22 @@ interface Job {
   if?: string
   needs?: string | string[]
   environment?: string
+  concurrency?: { group: string; 'cancel-in-progress': boolean }
   permissions?: Record<string, string>
   outputs?: Record<string, string>
-  steps: Step[]
+  steps: (Step & { 'working-directory'?: string; env?: Record<string, string> })[]
 }
-
-const workflow = parse(readFileSync(join(ROOT, '.github/workflows/release.yml'), 'utf8')) as {
+interface Workflow {
   on: Record<string, unknown>
   permissions: Record<string, string>
+  concurrency?: { group: string; 'cancel-in-progress': string | boolean }
   jobs: Record<string, Job>
 }
+
+const workflowFile = (name: string): Workflow =>
+  parse(readFileSync(join(ROOT, '.github/workflows', name), 'utf8')) as Workflow
+const workflow = workflowFile('release.yml')
+const rollback = workflowFile('rollback.yml')
 const scripts = (
   JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
     scripts: Record<string, string>
@@ -55,7 +61,10 @@ const indexOf = (name: string, predicate: (step: Step) => boolean): number =>
 
 describe('the release workflow', () => {
   it('runs nothing but npm ci and npm scripts that exist', () => {
-    for (const line of Object.keys(jobs).flatMap(runs)) {
+    const rollbackRuns = Object.values(rollback.jobs).flatMap((job) =>
+      job.steps.flatMap((step) => step.run ?? []),
+    )
+    for (const line of [...Object.keys(jobs).flatMap(runs), ...rollbackRuns]) {
       const script = scriptOf(line)
       expect(script, line).toBeDefined()
       if (script !== 'ci') expect(scripts, line).toHaveProperty(script as string)
@@ -147,6 +156,97 @@ describe('the release workflow', () => {
   it('tags the commit once production is smoked, naming the assembly', () => {
     expect(needs('tag')).toEqual(['assembly', 'production'])
     expect(job('tag').permissions).toEqual({ contents: 'write' })
+    // A re-run of production re-runs this: release:tag adds nothing then (release-tag.test.ts).
     expect(runs('tag')).toContain(`npm run release:tag -- --digest "${DIGEST}"`)
   })
+
+  it("lets no release waiting for approval hold up another push's tests", () => {
+    // Per run on main, so a push's test and assembly jobs never queue behind a release.
+    expect(workflow.concurrency?.group).toBe(
+      expression(
+        "github.event_name == 'pull_request' && format('pr-{0}', github.event.number) || format('run-{0}', github.run_id)",
+      ),
+    )
+    expect(workflow.concurrency?.['cancel-in-progress']).toBe(
+      expression("github.event_name == 'pull_request'"),
+    )
+    for (const name of ['test', 'assembly', 'tag']) expect(job(name).concurrency).toBeUndefined()
+    // Each stage's deploys, one at a time, never cancelled once started.
+    for (const stage of ['staging', 'production']) {
+      expect(job(stage).concurrency).toEqual({
+        group: `release-${stage}`,
+        'cancel-in-progress': false,
+      })
+    }
+  })
+})
+
+describe('the rollback workflow (within the artifacts 90 days)', () => {
+  const production = rollback.jobs.production as Job
+  const index = (predicate: (step: Job['steps'][number]) => boolean) =>
+    production.steps.findIndex(predicate)
+
+  it('is started by hand, with the release tag and the run that made it', () => {
+    expect(Object.keys(rollback.on)).toEqual(['workflow_dispatch'])
+    const inputs = (rollback.on.workflow_dispatch as { inputs: Record<string, unknown> }).inputs
+    expect(Object.keys(inputs).sort()).toEqual(['run-id', 'tag'])
+    expect(Object.keys(rollback.jobs)).toEqual(['production'])
+    expect(rollback.permissions).toEqual({ contents: 'read' })
+  })
+
+  it("goes through production's gate and its deploy group, with production's role", () => {
+    expect(production.environment).toBe('production')
+    expect(production.concurrency).toEqual(job('production').concurrency)
+    expect(production.permissions).toEqual({
+      contents: 'read',
+      actions: 'read',
+      'id-token': 'write',
+    })
+  })
+
+  it("deploys that run's artifact only once it is the assembly the tag names", () => {
+    const download = index((step) => step.uses?.startsWith('actions/download-artifact') === true)
+    const check = index((step) => step.run?.startsWith('npm run release:digest') === true)
+    const credentials = index(
+      (step) => step.uses?.startsWith('aws-actions/configure-aws-credentials') === true,
+    )
+    const deploy = index((step) => step.run === 'npm run release:deploy:production')
+    const smoke = index(
+      (step) => step.run?.startsWith('npm run smoke -- --stage production') === true,
+    )
+    expect([download, check, credentials, deploy, smoke].every((i) => i >= 0)).toBe(true)
+    expect(download < check && check < credentials && credentials < deploy && deploy < smoke).toBe(
+      true,
+    )
+    expect(production.steps[download]?.with).toEqual({
+      name: 'cloud-assembly',
+      path: 'released/cdk.out',
+      'run-id': expression('inputs.run-id'),
+      'github-token': expression('github.token'),
+    })
+    // The input reaches the shell as a variable, never spliced into the script.
+    expect(production.steps[check]).toMatchObject({
+      run: 'npm run release:digest -- released/cdk.out --expect-tag "$TAG"',
+      env: { TAG: expression('inputs.tag') },
+    })
+    expect(production.steps[check]?.['working-directory']).toBeUndefined()
+    // The released commit's own CDK CLI and smoke test, on the artifact.
+    const released = production.steps.find((step) => step.with?.path === 'released')
+    expect(released?.with?.ref).toBe(`refs/tags/${expression('inputs.tag')}`)
+    for (const step of [deploy, smoke]) {
+      expect(production.steps[step]?.['working-directory']).toBe('released')
+    }
+  })
+})
+
+describe('the hand deploys and the release stacks', () => {
+  it.each(['staging', 'production'])(
+    'deploy:%s deploys what the pipeline deploys, never a release stack',
+    (stage) => {
+      expect(scripts[`deploy:${stage}`]).toBe(`cdk deploy -c stage=${stage} 'petstore-${stage}-*'`)
+      expect(scripts[`release:setup:${stage}`]).toBe(
+        `cdk deploy -c stage=${stage} ${releaseStackName(stage)}`,
+      )
+    },
+  )
 })
