@@ -3,7 +3,9 @@
 # runs them: one synthesis (cdk.out, left in place for the caller), the end-to-end suite on the
 # bundles of that assembly over HTTP on the embedded DynamoDB, the assembly's digest; then the
 # hand-off a deploy job gets (a copy, as the artifact's upload and download make one) checked
-# against the tested assembly, a changed bundle refused, and the deploy command named, not run.
+# against the tested assembly, a changed bundle and an empty expectation refused, a setting given
+# with -c that cdk.json does not hold refused by the CDK CLI's synthesis, and the deploy command
+# named, not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +34,26 @@ if npm run -s release:digest -- "$work/handed-over" --check "$work/tested.json" 
   echo "release-dry-run: a changed bundle passed the digest check" >&2
   exit 1
 fi
+
+echo "== an empty expectation is refused (exit 2): it would accept any assembly"
+status=0
+npm run -s release:digest -- "$work/handed-over" --expect "" 2>"$work/empty.txt" || status=$?
+if [ "$status" -ne 2 ] || ! grep -q 'would accept any assembly' "$work/empty.txt"; then
+  echo "release-dry-run: an empty --expect was not refused (exit $status)" >&2
+  exit 1
+fi
+
+echo "== a -c setting cdk.json does not hold is refused at synthesis"
+if env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
+  npx cdk synth -q -o "$work/refused.out" -c production.alarmEmail=ops@example.com >"$work/refused.txt" 2>&1; then
+  echo "release-dry-run: synthesis took -c production.alarmEmail" >&2
+  exit 1
+fi
+grep -q 'cdk.json does not hold that' "$work/refused.txt" || {
+  cat "$work/refused.txt" >&2
+  echo "release-dry-run: the refusal does not name cdk.json" >&2
+  exit 1
+}
 
 echo "== the deploys the pipeline would run on that assembly (not run: no AWS account)"
 node -e 'const s=require("./package.json").scripts; for (const n of ["release:deploy:staging","release:deploy:production"]) console.log(`${n}: ${s[n]}`)'

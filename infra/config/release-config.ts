@@ -52,6 +52,18 @@ const QUALIFIER = /^[a-z0-9]{1,10}$/
 const ACCOUNT = /^\d{12}$/
 const GITHUB_ID = /^[1-9]\d{0,19}$/
 
+/** How an operator reads what the OIDC subject is made of (docs/deploying.md, step 3). */
+export const repositoryIdsCommand = (repository: string): string =>
+  `gh api repos/${repository} --jq '.full_name, .owner.id, .id'`
+
+/** What puts a repository back on GitHub's default subject template (docs/deploying.md, step 3). */
+export const defaultSubjectTemplateCommand = (repository: string): string =>
+  `gh api --method PUT repos/${repository}/actions/oidc/customization/sub -F use_default=true`
+
+/** What one account for both stages gives up: the acknowledgment's message and the docs say it. */
+export const SHARED_ACCOUNT_COST =
+  "the staging job, which no one approves, assumes the same bootstrap roles as production's job, and those can change production's stacks"
+
 const invalid = (name: string, value: unknown, expected: string): never => {
   throw new Error(
     `Invalid cdk.json setting ${CONTEXT_ROOT}.${name}=${JSON.stringify(value)}: expected ${expected}`,
@@ -96,14 +108,14 @@ const subjectFormsOf = (
     invalid(
       'release.oidcSubjectClaimKeys',
       claimKeys,
-      `no custom OIDC subject template: the roles trust GitHub's default subject exactly. Set the repository back to it (gh api --method PUT repos/${repository}/actions/oidc/customization/sub -F use_default=true) and remove release.oidcSubjectClaimKeys`,
+      `no custom OIDC subject template: the roles trust GitHub's default subject exactly. Set the repository back to it (${defaultSubjectTemplateCommand(repository)}) and remove release.oidcSubjectClaimKeys`,
     )
   }
   const owner = read.id('githubOwnerId')
   const repositoryId = read.id('githubRepositoryId')
   const nameSubject = read.flag('nameSubject')
   const migration = read.flag('immutableSubjectMigration')
-  const readIds = `gh api repos/${repository} --jq '.owner.id, .id'`
+  const readIds = repositoryIdsCommand(repository)
   if ((owner === undefined) !== (repositoryId === undefined)) {
     invalid(
       `release.${owner === undefined ? 'githubOwnerId' : 'githubRepositoryId'}`,
@@ -158,7 +170,7 @@ const accountsOf = (
     invalid(
       'release.oneAccountForBothStages',
       null,
-      `true to put both stages in account ${accounts.staging}, acknowledging what that gives up: the staging job, which no one approves, assumes the same bootstrap roles as production's and can change production's stacks; the two stages share the account's quotas (10,000 API keys, the API Gateway and Lambda throttles); one credential reaches both. Or give production an account of its own`,
+      `true to put both stages in account ${accounts.staging}, acknowledging what that gives up: ${SHARED_ACCOUNT_COST}; the two stages share the account's quotas (10,000 API keys, the API Gateway and Lambda throttles); one credential reaches both. Or give production an account of its own`,
     )
   }
   if (!shared && acknowledged) {

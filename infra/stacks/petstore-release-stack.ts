@@ -12,6 +12,9 @@ import { GitHubDeployRole } from '#infra/constructs/github-deploy-role-construct
 import type { StageName } from '#shared/config/stages-config.ts'
 import { stageEnv } from './petstore-stage-stacks.ts'
 
+/** The outputs an operator copies and checks (docs/deploying.md, "The release stacks"). */
+export const RELEASE_STACK_OUTPUTS = ['RoleArn', 'OidcProviderArn', 'TrustedSubjects'] as const
+
 export interface PetstoreReleaseStackProps extends StackProps {
   stage: StageName
   release: ReleaseConfig
@@ -29,15 +32,16 @@ export class PetstoreReleaseStack extends Stack {
   constructor(scope: App, id: string, { stage, release, ...props }: PetstoreReleaseStackProps) {
     super(scope, id, props)
     this.deployRole = new GitHubDeployRole(this, 'GitHubDeployRole', { stage, release })
-    new CfnOutput(this, 'RoleArn', {
+    const [roleArn, providerArn, subjects] = RELEASE_STACK_OUTPUTS
+    new CfnOutput(this, roleArn, {
       value: this.deployRole.role.roleArn,
       description: `Set as the ${stage} environment's AWS_DEPLOY_ROLE_ARN variable in GitHub`,
     })
-    new CfnOutput(this, 'OidcProviderArn', {
+    new CfnOutput(this, providerArn, {
       value: this.deployRole.providerArn,
       description: "The account's GitHub OIDC provider the role trusts",
     })
-    new CfnOutput(this, 'TrustedSubjects', {
+    new CfnOutput(this, subjects, {
       value: oidcSubjects(release, stage).join(' '),
       description: `The OIDC subjects (sub) the role accepts, each matched exactly: GitHub's for a job in the ${stage} environment`,
     })

@@ -3,7 +3,7 @@ import { Template } from 'aws-cdk-lib/assertions'
 import { describe, expect, it } from 'vitest'
 import { settingsReader } from '#infra/config/cdk-json-settings.ts'
 import { readStageConfig } from '#infra/config/stage-config.ts'
-import { addReleaseStacks } from '#infra/stacks/petstore-release-stack.ts'
+import { addReleaseStacks, RELEASE_STACK_OUTPUTS } from '#infra/stacks/petstore-release-stack.ts'
 import { STAGE_NAMES, type StageName } from '#shared/config/stages-config.ts'
 import { RELEASE_SETTINGS, settingsOf } from './support/stage-settings.ts'
 
@@ -110,7 +110,7 @@ describe('release settings that would trust the wrong subject', () => {
         'release.githubRepositoryId': undefined,
       }),
     ).toThrow(
-      /petstore\.release\.githubOwnerId=null: expected GitHub's owner and repository ids \(gh api repos\/acme\/petstore --jq '\.owner\.id, \.id'\).*15 July 2026.*release\.nameSubject/,
+      /petstore\.release\.githubOwnerId=null: expected GitHub's owner and repository ids \(gh api repos\/acme\/petstore --jq '\.full_name, \.owner\.id, \.id'\).*15 July 2026.*release\.nameSubject/,
     )
   })
 
@@ -235,7 +235,7 @@ describe("a release configuration's accounts", () => {
     expect(() =>
       releaseStacks({ ...RELEASE_SETTINGS, 'release.oneAccountForBothStages': undefined }),
     ).toThrow(
-      /oneAccountForBothStages=null: expected true to put both stages in account 111111111111, acknowledging what that gives up: the staging job, which no one approves, assumes the same bootstrap roles as production's/,
+      /oneAccountForBothStages=null: expected true to put both stages in account 111111111111, acknowledging what that gives up: the staging job, which no one approves, assumes the same bootstrap roles as production's job, and those can change production's stacks/,
     )
     expect(() =>
       releaseStacks({ ...TWO_ACCOUNTS, 'release.oneAccountForBothStages': true }),
@@ -250,6 +250,7 @@ describe("a release stack's outputs", () => {
     const template = releaseStacks(TWO_ACCOUNTS).template('production')
     const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>
     expect(Object.keys(outputs).sort()).toEqual(['OidcProviderArn', 'RoleArn', 'TrustedSubjects'])
+    expect([...RELEASE_STACK_OUTPUTS].sort()).toEqual(Object.keys(outputs).sort())
     expect(outputs.TrustedSubjects?.Value).toBe(
       `repo:acme@${OWNER_ID}/petstore@${REPOSITORY_ID}:environment:production`,
     )
