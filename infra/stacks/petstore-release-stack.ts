@@ -77,7 +77,10 @@ export const addReleaseStacks = (
   const production = stacks.get('production')
   if (staging && production && makesOidcProvider(release, 'staging')) {
     if (release.accounts.staging === release.accounts.production) {
-      production.addDependency(staging, "staging's stack makes the account's GitHub OIDC provider")
+      production.addStackDependency(
+        staging,
+        "staging's stack makes the account's GitHub OIDC provider",
+      )
     }
   }
   return [...stacks.values()]

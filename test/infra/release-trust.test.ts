@@ -34,10 +34,19 @@ interface TrustStatement {
   Condition: Record<string, Record<string, unknown>>
 }
 
-/** Both stages' release stacks from these settings, as app.ts makes them. */
+/** Both stages' release stacks from these settings, as app.ts makes them (once per settings). */
+const made = new Map<string, ReturnType<typeof makeReleaseStacks>>()
 const releaseStacks = (values: Record<string, unknown>) => {
+  const key = JSON.stringify(values)
+  const stacks = made.get(key) ?? makeReleaseStacks(values)
+  made.set(key, stacks)
+  return stacks
+}
+
+const makeReleaseStacks = (values: Record<string, unknown>) => {
   const settings = settingsOf(values)
-  const app = new App()
+  // Templates read here; CDK's WASM rule check runs on the app.ts synthesis.
+  const app = new App({ builtinCloudFormationValidation: false })
   const configs = STAGE_NAMES.map((stage) => readStageConfig(settingsReader(settings), stage))
   const stacks = addReleaseStacks(app, configs, settings)
   const byStage = (stage: StageName) => {
@@ -45,7 +54,13 @@ const releaseStacks = (values: Record<string, unknown>) => {
     if (!stack) throw new Error(`no release stack for ${stage}`)
     return stack
   }
-  return { byStage, template: (stage: StageName) => Template.fromStack(byStage(stage)) }
+  const templates = new Map<StageName, Template>()
+  const template = (stage: StageName): Template => {
+    const found = templates.get(stage) ?? Template.fromStack(byStage(stage))
+    templates.set(stage, found)
+    return found
+  }
+  return { byStage, template }
 }
 
 const trustOf = (template: Template): TrustStatement => {
