@@ -69,6 +69,12 @@ const same = (given: unknown, held: unknown): boolean =>
     ['number', 'boolean'].includes(typeof held) &&
     given === String(held))
 
+/** A command line's text as cdk.json would hold it: `false` a boolean, `300` a number. */
+const asJson = (value: unknown): string => {
+  if (typeof value === 'string' && /^(true|false|-?\d{1,15})$/.test(value)) return value
+  return JSON.stringify(value)
+}
+
 /** Stage settings once also read from the context for every stage (`-c waf=false`). */
 const FORMER_APP_WIDE_SWITCHES = ['waf', 'gradualDeployment']
 
@@ -98,7 +104,7 @@ export const petstoreSettings = (
     if (isSetting && same(value, read(key))) continue
     const [where, name] = isSetting ? [scope, key.slice(scope.length + 1)] : ['<stage>', key]
     throw new Error(
-      `-c ${key}=${String(value)}: cdk.json does not hold that (${CONTEXT_ROOT}.${isSetting ? key : `<stage>.${key}`}). Settings are read from cdk.json only, so a hand deploy and the release pipeline deploy the same thing: write it in cdk.json, under "context": {"${CONTEXT_ROOT}": {"${where}": {"${name}": ${JSON.stringify(value)}}}}, and commit it`,
+      `-c ${key}=${String(value)}: cdk.json does not hold that (${CONTEXT_ROOT}.${isSetting ? key : `<stage>.${key}`}). Settings are read from cdk.json only, so a hand deploy and the release pipeline deploy the same thing: write it in cdk.json, under "context": {"${CONTEXT_ROOT}": {"${where}": {"${name}": ${asJson(value)}}}}, and commit it`,
     )
   }
   return fileSettings

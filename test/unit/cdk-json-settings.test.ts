@@ -72,6 +72,15 @@ describe('a setting given with -c', () => {
     )
   })
 
+  it('is shown as cdk.json would hold it: a switch a boolean, a count a number', () => {
+    expect(() => petstoreSettings({ 'staging.waf': 'true' }, FILE)).toThrow(
+      '{"petstore": {"staging": {"waf": true}}}',
+    )
+    expect(() => petstoreSettings({ 'staging.throttleRateLimit': '800' }, FILE)).toThrow(
+      '{"petstore": {"staging": {"throttleRateLimit": 800}}}',
+    )
+  })
+
   it('is refused as a whole petstore object that differs from the file', () => {
     expect(() => petstoreSettings({ petstore: { staging: { waf: false } } }, FILE)).toThrow(
       /-c petstore=… differs from cdk\.json's "petstore"/,
