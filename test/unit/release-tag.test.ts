@@ -36,12 +36,13 @@ const checkout = (): string => {
   return path
 }
 
-/** The remote's release tags: name → the commit it names. */
+/** The remote's release tags: name → the commit it names (read in the bare repository itself). */
 const remoteTags = (): Record<string, string> => {
   const tags: Record<string, string> = {}
-  for (const line of git(root, 'ls-remote', '--tags', remote).split('\n').filter(Boolean)) {
-    const [sha, ref] = line.split('\t') as [string, string]
-    if (ref.endsWith('^{}')) tags[ref.slice('refs/tags/'.length, -3)] = sha
+  const format = '%(refname:strip=2) %(*objectname)'
+  for (const line of git(remote, 'for-each-ref', `--format=${format}`, 'refs/tags').split('\n')) {
+    const [name, commit] = line.split(' ')
+    if (name && commit) tags[name] = commit
   }
   return tags
 }
