@@ -11,9 +11,9 @@ import { controlSecretCredentials } from '#keys/local-control-config.ts'
 import { loadBundleFunctions } from '#local/bundles/bundle-functions.ts'
 import {
   bootstrapControlPlane,
-  isKeyOnLocalStage,
   type LocalKeys,
   localOutputs,
+  localUsagePlanOf,
 } from '#local/control-plane/control-plane-bootstrap.ts'
 import {
   createControlPlaneHandler,
@@ -40,14 +40,16 @@ import {
 import { noteKeyId, type RequestLogWriter, withRequestLog } from '#local/gateway/request-log.ts'
 import { secretDigest } from '#local/gateway/secret-digest.ts'
 import { type BackstopFor, UsagePlanThrottle } from '#local/gateway/usage-plan-throttle.ts'
+import type { MacSecrets } from '#shared/auth/project-key.ts'
 import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
-import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { KeyMirrorReader } from '#shared/data/key-mirror-reader.ts'
 import {
   idempotencyTableDefinition,
   keyMirrorTableDefinition,
   petTableDefinition,
   rateLimitTableDefinition,
+  storeKeyTableDefinition,
 } from '#shared/data/table-keys.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
@@ -63,6 +65,7 @@ import {
   type LocalTableNames,
   localCursorSecret,
   localFunctionEnvironment,
+  localKeyMacSecrets,
   localTableNames,
 } from './local-environment.ts'
 
@@ -189,12 +192,26 @@ export const startLocal = async (
 /** The functions' environment (returned, and set in process.env), and the tables they use. */
 const prepareDatastore = async (
   config: LocalConfig,
-  { endpoint, embedded, tables }: { endpoint: string; embedded: boolean; tables: LocalTableNames },
+  {
+    endpoint,
+    embedded,
+    tables,
+    macSecrets,
+    poolKey,
+  }: {
+    endpoint: string
+    embedded: boolean
+    tables: LocalTableNames
+    macSecrets: MacSecrets
+    poolKey: string
+  },
 ) => {
   const environment = localFunctionEnvironment({
     endpoint,
     embedded,
     tables,
+    macSecrets,
+    poolKey,
     cursorSecret: await localCursorSecret(config.dataDir),
     ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
   })
@@ -205,6 +222,7 @@ const prepareDatastore = async (
   await ensureTable(admin, rateLimitTableDefinition(tables.rateLimits))
   await ensureTable(admin, idempotencyTableDefinition(tables.idempotency))
   await ensureTable(admin, keyMirrorTableDefinition(tables.keyMirror))
+  await ensureTable(admin, storeKeyTableDefinition(tables.storeKeys))
   admin.destroy()
   return environment
 }
@@ -290,7 +308,7 @@ const controlPlaneFor = ({
   keySync: () => LocalKeySync | undefined
   baseUrl: () => string
 }) => {
-  const mirror = new KeyMirrorRepository({
+  const mirror = new KeyMirrorReader({
     client: documentClient,
     tableName: tables.keyMirror,
     logger,
@@ -322,7 +340,10 @@ const controlPlaneFor = ({
 }
 
 /** The DynamoDB the functions use (embedded or config's), its tables, and the functions. */
-const startDatastoreAndFunctions = async (config: LocalConfig) => {
+const startDatastoreAndFunctions = async (
+  config: LocalConfig,
+  keys: { macSecrets: MacSecrets; poolKey: string },
+) => {
   const embedded: EmbeddedDynamo | undefined = config.dynamoEndpoint
     ? undefined
     : await startEmbeddedDynamo(config.dataDir)
@@ -333,6 +354,7 @@ const startDatastoreAndFunctions = async (config: LocalConfig) => {
       endpoint,
       embedded: embedded !== undefined,
       tables,
+      ...keys,
     })
     return {
       embedded,
@@ -354,9 +376,13 @@ const startOn = async (
   const clock = options.clock ?? systemClock
   // First, so an unusable control-plane or key file stops the start before anything runs.
   const store = await ControlPlaneStore.open(config.dataDir, { clock })
-  const keys = await bootstrapControlPlane(store, config)
+  const macSecrets = await localKeyMacSecrets(config.dataDir)
+  const keys = await bootstrapControlPlane(store, { ...config, macSecrets })
   const controlSecret = await localControlSecret(config.dataDir, config.controlSecret)
-  const { embedded, endpoint, tables, functions } = await startDatastoreAndFunctions(config)
+  const { embedded, endpoint, tables, functions } = await startDatastoreAndFunctions(config, {
+    macSecrets,
+    poolKey: keys.poolKey,
+  })
   const { handlers, authorizer, bundles } = functions
   const { logger } = await import('#shared/observability/logger.ts')
 
@@ -375,7 +401,7 @@ const startOn = async (
     onError: (message, error) => logger.error(message, { error }),
     authorizerCache,
     usagePlanThrottle,
-    onStagePlan: (keyId) => isKeyOnLocalStage(store, keyId),
+    usagePlanOf: localUsagePlanOf(store),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.failedAuthLimit ? { failedAuthLimit: options.failedAuthLimit } : {}),
     ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),

@@ -7,8 +7,10 @@ import {
   GetUsagePlanKeysCommand,
   UpdateApiKeyCommand,
 } from '@aws-sdk/client-api-gateway'
+import { ApiGatewayAuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
 import { DISABLE_AFTER_TAG, isPastDisableAfter } from '#keys/key-verdicts.ts'
 import { PAGE_SIZE } from '#keys/management-listing.ts'
+import type { StoreKeyStore } from '#keys/store-key-requests.ts'
 import { usagePlanBackstop } from '#keys/usage-plan-backstop-config.ts'
 import { checkUsagePlanNumbers } from '#keys/usage-plan-numbers-config.ts'
 import { stageTags } from '#keys/usage-plans-config.ts'
@@ -29,6 +31,7 @@ import {
   stagePlans,
 } from './stage-plans.ts'
 import type { MirrorView } from './stage-sync-client.ts'
+import { StoreKeyAdmin } from './store-key-admin.ts'
 import { newKeyOn, undoMove } from './undo-steps.ts'
 
 /**
@@ -104,6 +107,16 @@ export class KeyAdmin {
   /** The exact command that revokes a key by hand. */
   revokeCommand(keyId: string): string {
     return this.#calls.revokeCommand(keyId)
+  }
+
+  /** The same stage's store keys, in `keys` (its table, or the local control plane's). */
+  storeKeys(keys: StoreKeyStore): StoreKeyAdmin {
+    const { client, outputs } = this.#calls.context
+    return new StoreKeyAdmin(
+      this.#calls,
+      keys,
+      new ApiGatewayAuthorizerCacheFlusher(client, outputs.restApiId, outputs.stageName),
+    )
   }
 
   /** The stage's plans, and how many plans the Region has (for its ceiling). */

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { bootstrapControlPlane } from '#local/control-plane/control-plane-bootstrap.ts'
 import { ControlPlaneStore } from '#local/control-plane/control-plane-store.ts'
 import { DEFAULT_ENTERPRISE_LIMITS } from '#shared/config/plans-config.ts'
+import { TEST_MAC_SECRETS } from '#test/support/test-key-store.ts'
 import { appStage, propsOf, resourcesOf } from './support/synth-app.ts'
 
 /**
@@ -40,6 +41,7 @@ describe('the local usage plans', () => {
       dataDir: ':memory:',
       apiKeys: [],
       enterpriseLimits: DEFAULT_ENTERPRISE_LIMITS,
+      macSecrets: TEST_MAC_SECRETS,
     })
     const local = store.usagePlans().map((plan) => ({
       name: plan.name,
