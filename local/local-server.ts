@@ -8,6 +8,7 @@ import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { KeyUsageRepository } from '#keys/key-usage-repository.ts'
 import { controlSecretCredentials } from '#keys/local-control-config.ts'
+import { StoreKeyRepository } from '#keys/store-key-repository.ts'
 import { loadBundleFunctions } from '#local/bundles/bundle-functions.ts'
 import {
   bootstrapControlPlane,
@@ -23,6 +24,7 @@ import {
 import { keyUsageEndpoint } from '#local/control-plane/control-plane-key-usage.ts'
 import { localControlSecret } from '#local/control-plane/control-plane-secret.ts'
 import { ControlPlaneStore } from '#local/control-plane/control-plane-store.ts'
+import { storeKeysEndpoint } from '#local/control-plane/control-plane-store-keys.ts'
 import {
   LOCAL_KEY_SYNC_INTERVAL_MS,
   type LocalKeySync,
@@ -40,7 +42,7 @@ import {
 import { noteKeyId, type RequestLogWriter, withRequestLog } from '#local/gateway/request-log.ts'
 import { secretDigest } from '#local/gateway/secret-digest.ts'
 import { type BackstopFor, UsagePlanThrottle } from '#local/gateway/usage-plan-throttle.ts'
-import type { MacSecrets } from '#shared/auth/project-key.ts'
+import { formatMacSecrets, type MacSecrets } from '#shared/auth/project-key.ts'
 import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorReader } from '#shared/data/key-mirror-reader.ts'
@@ -296,6 +298,7 @@ const controlPlaneFor = ({
   controlSecret,
   keySync,
   baseUrl,
+  macSecrets,
 }: {
   store: ControlPlaneStore
   authorizerCache: AuthorizerCache
@@ -307,6 +310,7 @@ const controlPlaneFor = ({
   controlSecret: string
   keySync: () => LocalKeySync | undefined
   baseUrl: () => string
+  macSecrets: MacSecrets
 }) => {
   const mirror = new KeyMirrorReader({
     client: documentClient,
@@ -332,6 +336,10 @@ const controlPlaneFor = ({
         clock,
       }),
     ),
+    storeKeys: storeKeysEndpoint(
+      new StoreKeyRepository({ client: documentClient, tableName: tables.storeKeys, logger }),
+    ),
+    keyMacSecrets: () => formatMacSecrets(macSecrets),
     outputs: () => localOutputs(store, baseUrl()),
     clock,
     secret: controlSecret,
@@ -422,6 +430,7 @@ const startOn = async (
     controlSecret,
     keySync: () => keySync,
     baseUrl: () => `http://${baseHost}${API_VERSION_PATH}`,
+    macSecrets,
   })
   const served = withApiReference(withControlPaths(controlPlane, gateway), (message, error) =>
     logger.error(message, { error }),
