@@ -13,7 +13,7 @@ import { PAGE_SIZE } from '#keys/management-listing.ts'
 import type { StoreKeyStore } from '#keys/store-key-requests.ts'
 import { usagePlanBackstop } from '#keys/usage-plan-backstop-config.ts'
 import { checkUsagePlanNumbers } from '#keys/usage-plan-numbers-config.ts'
-import { stageTags } from '#keys/usage-plans-config.ts'
+import { isPoolPlan, stageTags } from '#keys/usage-plans-config.ts'
 import { PLAN_TAGS, type PlanLimits } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { causeOf, Interrupted, KeyAdminError } from './key-admin-error.ts'
@@ -199,7 +199,9 @@ export class KeyAdmin {
           disableAfter: key.tags?.[DISABLE_AFTER_TAG],
         }
       })
-    return { rows, otherKeys: keys.length - rows.length }
+    // The stage's pool key (store keys are metered under it) is no customer's key.
+    const pool = keys.filter((key) => isPoolPlan(key.tags)).length
+    return { rows, otherKeys: keys.length - rows.length - pool }
   }
 
   /**
