@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest'
 import { newProjectKey } from '#keys/api-key-value.ts'
 import { generateKeyValue } from '#local/control-plane/control-plane-store.ts'
 import { BEARER_TOKEN_VALIDATION_PATTERN } from '#shared/auth/bearer-token.ts'
-import { PLAN_NAMES } from '#shared/config/plans-config.ts'
 import {
   authorizerAccepts,
   BEARER_TOKEN_CASES,
