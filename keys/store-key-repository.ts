@@ -36,6 +36,8 @@ export interface StoreKeyChange {
 }
 
 const BATCH = 25
+/** Items a filtered listing's Scan call evaluates at most. */
+const FILTERED_SCAN_PAGE = 1_000
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 export class StoreKeyNotFound extends Error {
@@ -187,7 +189,9 @@ export class StoreKeyRepository extends StoreKeyReader {
       const answer = await this.#client.send(
         new ScanCommand({
           TableName: this.#tableName,
-          Limit: limit - items.length,
+          // Unfiltered, a Scan evaluates exactly what the page lacks; filtered, a page of the
+          // table at a time (a plan of 1% of the keys would otherwise cost a call per key found).
+          Limit: plan === undefined ? limit - items.length : FILTERED_SCAN_PAGE,
           ReturnConsumedCapacity: 'TOTAL',
           ...(startKey ? { ExclusiveStartKey: startKey } : {}),
           ...(plan === undefined
@@ -206,6 +210,12 @@ export class StoreKeyRepository extends StoreKeyReader {
       }
       startKey = answer.LastEvaluatedKey
     } while (startKey !== undefined && items.length < limit)
+    if (items.length > limit) {
+      // A filtered Scan found more than the page holds: the next page starts after the last key
+      // shown (a Scan resumes after any key, in the table's order), so none is skipped.
+      items.length = limit
+      return { items, next: items.at(-1)?.keyId, readUnits }
+    }
     // A Scan's Limit counts items evaluated: where it stopped is the last key it looked at.
     const next = startKey === undefined ? undefined : String(startKey[STORE_KEY_TABLE.partitionKey])
     return { items, next, readUnits }
