@@ -387,10 +387,8 @@ const startOn = async (
   const macSecrets = await localKeyMacSecrets(config.dataDir)
   const keys = await bootstrapControlPlane(store, { ...config, macSecrets })
   const controlSecret = await localControlSecret(config.dataDir, config.controlSecret)
-  const { embedded, endpoint, tables, functions } = await startDatastoreAndFunctions(config, {
-    macSecrets,
-    poolKey: keys.poolKey,
-  })
+  const datastore = await startDatastoreAndFunctions(config, { ...keys, macSecrets })
+  const { embedded, endpoint, tables, functions } = datastore
   const { handlers, authorizer, bundles } = functions
   const { logger } = await import('#shared/observability/logger.ts')
 

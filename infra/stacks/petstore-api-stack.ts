@@ -125,11 +125,7 @@ export class PetstoreApiStack extends Stack {
         value: this.petstoreApi.domain.domainNameAliasDomainName,
       })
     }
-    new CfnOutput(this, 'PoolUsagePlanId', {
-      description:
-        'The usage plan store keys are metered under (its one key is a secret the authorizer holds)',
-      value: this.petstoreApi.pool.plan.usagePlanId,
-    })
+    new CfnOutput(this, 'PoolUsagePlanId', { value: this.petstoreApi.pool.plan.usagePlanId })
     new CfnOutput(this, 'KeySyncFunctionName', {
       description:
         'Invoke with {"confirmRemovals": [<key ids>]}, as the key-sync log gives it, to confirm a removal the sync holds',

@@ -51,7 +51,7 @@ export interface KeyAdminOptions {
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-/** A read made at most once (a failed one is tried again on the next call). */
+// A read made at most once (a failed one is tried again on the next call).
 const once = <T>(read: () => Promise<T>): (() => Promise<T>) => {
   let pending: Promise<T> | undefined
   return () => {

@@ -1,6 +1,8 @@
 import * as z from 'zod/mini'
 import { PLAN_NAMES } from '#shared/config/plans-config.ts'
 
+const positiveInt = () => z.int().check(z.positive())
+
 /**
  * Items of the store key table (table-keys.ts `STORE_KEY_TABLE`): keys that live only in the
  * project's own store, never in API Gateway. One item per key, keyed by its id (`s-…`, which the
@@ -8,8 +10,6 @@ import { PLAN_NAMES } from '#shared/config/plans-config.ts'
  * its SHA-256 (`keyHash`, as the key mirror keeps API Gateway keys) is stored, shown once when
  * made and never again.
  */
-const positiveInt = () => z.int().check(z.positive())
-
 export const StoreKeyItemSchema = z
   .object({
     keyId: z.string().check(z.regex(/^s-[a-z0-9]{10}$/)),
