@@ -1,4 +1,3 @@
-import { isPoolPlan } from '#keys/usage-plans-config.ts'
 import {
   type APIGatewayClient,
   CreateApiKeyCommand,
@@ -7,6 +6,7 @@ import {
   UpdateApiKeyCommand,
 } from '@aws-sdk/client-api-gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { isPoolPlan } from '#keys/usage-plans-config.ts'
 import { heldTimers } from '#test/support/held-timers.ts'
 import {
   type InProcessServer,
