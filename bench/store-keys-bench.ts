@@ -240,8 +240,18 @@ const reads = { store: 0, mirror: 0 }
 const mirrorReader = new KeyMirrorReader({ client: documentClient, tableName: tables.mirror })
 const storeReader = new StoreKeyReader({ client: documentClient, tableName: tables.storeKeys })
 const keyStore = new StageKeyStore({
-  mirror: { get: (...args) => ((reads.mirror += 1), mirrorReader.get(...args)) },
-  storeKeys: { get: (...args) => ((reads.store += 1), storeReader.get(...args)) },
+  mirror: {
+    get: (...args) => {
+      reads.mirror += 1
+      return mirrorReader.get(...args)
+    },
+  },
+  storeKeys: {
+    get: (...args) => {
+      reads.store += 1
+      return storeReader.get(...args)
+    },
+  },
   macSecrets: MAC_SECRETS,
   poolKey: POOL_KEY,
   clock: Date.now,
@@ -406,7 +416,10 @@ out(
   const total = weights.reduce((a, b) => a + b, 0)
   const cumulative: number[] = []
   let running = 0
-  for (const weight of weights) cumulative.push((running += weight / total))
+  for (const weight of weights) {
+    running += weight / total
+    cumulative.push(running)
+  }
   const pick = () => {
     const x = Math.random()
     let lo = 0
