@@ -72,7 +72,11 @@ const serve = async (withLimiter: boolean) => {
   const keyStore: KeyStore = {
     lookup: async (key) =>
       key === KEY
-        ? { id: 'bench', plan: 'enterprise', limits: { perMinute: 1_000_000, perDay: 10_000_000 } }
+        ? {
+            keyId: 'bench',
+            plan: 'enterprise',
+            limits: { perMinute: 1_000_000, perDay: 10_000_000 },
+          }
         : undefined,
   }
   const server = createServer(

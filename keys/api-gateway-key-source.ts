@@ -9,6 +9,7 @@ import {
   type UsagePlanKey,
 } from '@aws-sdk/client-api-gateway'
 import { PAGE_SIZE, readWholeListing } from '#keys/management-listing.ts'
+import { isPoolPlan } from '#keys/usage-plans-config.ts'
 import { planFromTags } from '#shared/config/plans-config.ts'
 import type { KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
@@ -424,9 +425,17 @@ export class ApiGatewayKeySource implements KeySource {
     return deadlineMs !== undefined && this.#clock() >= deadlineMs
   }
 
+  /**
+   * A customer plan of this stage: attached to it, and not the pool plan store keys are metered
+   * under (its one key is a secret the authorizer holds, never mirrored, never a bearer key; it
+   * has no plan tags and is no refused plan either).
+   */
   #isAttached(plan: UsagePlan): boolean {
-    return (plan.apiStages ?? []).some(
-      (entry) => entry.apiId === this.#restApiId && entry.stage === this.#stage,
+    return (
+      !isPoolPlan(plan.tags) &&
+      (plan.apiStages ?? []).some(
+        (entry) => entry.apiId === this.#restApiId && entry.stage === this.#stage,
+      )
     )
   }
 

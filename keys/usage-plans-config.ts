@@ -58,3 +58,23 @@ export const usagePlanSpecs = (stage: string, enterprise: PlanLimits): UsagePlan
       tags: planTags(plan, limits),
     }
   })
+
+/**
+ * The tag of a stage's pool plan: the usage plan store keys are metered under (through its one
+ * key, the pool key, which the authorizer returns as usageIdentifierKey for every store key). It
+ * has neither throttle nor quota, so it never refuses before the stage throttle; the key sync
+ * leaves it out (its key is never mirrored, so never a bearer key) and the keys CLI lists it
+ * apart. The CDK and the local control plane make it; its name is `petstore-<stage>-store-keys`.
+ */
+export const POOL_PLAN_TAG = { key: 'petstore:pool', value: 'store-keys' } as const
+
+/** Whether a usage plan's (or key's) tags mark it as the stage's pool. */
+export const isPoolPlan = (tags: Record<string, string | undefined> | undefined): boolean =>
+  tags?.[POOL_PLAN_TAG.key] === POOL_PLAN_TAG.value
+
+/** The pool plan's name and description as the CDK and the local control plane give it. */
+export const poolPlanSpec = (stage: string) => ({
+  name: `petstore-${stage}-store-keys`,
+  description: `Store keys (${stage}): metered under one pool key; no throttle or quota of its own (the stage throttle and the WAF per-key rule bound them)`,
+  tags: { [POOL_PLAN_TAG.key]: POOL_PLAN_TAG.value },
+})

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { join, resolve } from 'node:path'
 import { keptSecret } from '#local/control-plane/kept-secret-file.ts'
+import { formatMacSecrets, type MacSecrets } from '#shared/auth/project-key.ts'
 import { CLIENT_LIMITS_VARIABLE, IN_PROCESS } from '#shared/data/dynamo-client.ts'
 import { CORS_ALLOW_ORIGIN_VARIABLE } from '#shared/http/cors-headers.ts'
 import { IN_MEMORY } from './embedded-dynamo.ts'
@@ -10,6 +11,7 @@ export const LOCAL_TABLES = {
   rateLimits: 'petstore-local-rate-limits',
   idempotency: 'petstore-local-idempotency',
   keyMirror: 'petstore-local-key-mirror',
+  storeKeys: 'petstore-local-store-keys',
 }
 
 export interface LocalEnvironmentOptions {
@@ -19,6 +21,10 @@ export interface LocalEnvironmentOptions {
   embedded: boolean
   /** The key of the cursors' tags (see localCursorSecret). */
   cursorSecret: string
+  /** KEY_MAC_SECRETS of the local stage (localKeyMacSecrets). */
+  macSecrets: MacSecrets
+  /** The local stage's pool key, which store keys are metered under (the authorizer's POOL_USAGE_KEY). */
+  poolKey: string
   /** This server's tables (localTableNames). */
   tables: LocalTableNames
   /** The stage's CORS origin, as CDK gives the functions (shared/http/cors-headers.ts). */
@@ -43,10 +49,16 @@ export const localTableNames = (dataDir: string, embedded: boolean): LocalTableN
       rateLimits: `${LOCAL_TABLES.rateLimits}-${suffix}`,
       idempotency: `${LOCAL_TABLES.idempotency}-${suffix}`,
       keyMirror: `${LOCAL_TABLES.keyMirror}-${suffix}`,
+      storeKeys: `${LOCAL_TABLES.storeKeys}-${suffix}`,
     }
   }
   const owner = createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 12)
-  return { ...LOCAL_TABLES, keyMirror: `${LOCAL_TABLES.keyMirror}-${owner}` }
+  // The store keys belong to one control plane too: its pool key and MAC secret made them.
+  return {
+    ...LOCAL_TABLES,
+    keyMirror: `${LOCAL_TABLES.keyMirror}-${owner}`,
+    storeKeys: `${LOCAL_TABLES.storeKeys}-${owner}`,
+  }
 }
 
 /**
@@ -54,7 +66,15 @@ export const localTableNames = (dataDir: string, embedded: boolean): LocalTableN
  * operator already set (region, credentials, Powertools switches) are kept.
  */
 export const localFunctionEnvironment = (
-  { endpoint, embedded, cursorSecret, tables, corsAllowOrigin }: LocalEnvironmentOptions,
+  {
+    endpoint,
+    embedded,
+    cursorSecret,
+    macSecrets,
+    poolKey,
+    tables,
+    corsAllowOrigin,
+  }: LocalEnvironmentOptions,
   current: NodeJS.ProcessEnv = process.env,
 ): Record<string, string> => {
   const env: Record<string, string> = {
@@ -62,7 +82,10 @@ export const localFunctionEnvironment = (
     RATE_LIMIT_TABLE_NAME: tables.rateLimits,
     IDEMPOTENCY_TABLE_NAME: tables.idempotency,
     KEY_MIRROR_TABLE_NAME: tables.keyMirror,
+    STORE_KEY_TABLE_NAME: tables.storeKeys,
     CURSOR_SECRET: cursorSecret,
+    KEY_MAC_SECRETS: formatMacSecrets(macSecrets),
+    POOL_USAGE_KEY: poolKey,
     DYNAMODB_ENDPOINT: endpoint,
     AWS_REGION: current.AWS_REGION ?? 'us-east-1',
   }
@@ -91,3 +114,20 @@ export const localCursorSecret = async (dataDir: string): Promise<string> =>
     : keptSecret(join(dataDir, CURSOR_SECRET_FILE))
 
 export const CURSOR_SECRET_FILE = 'cursor-secret'
+
+/**
+ * The local stage's MAC secret (version 1), as a deploy makes one per stage: kept in the data
+ * directory, so the keys it made keep working after a restart; a fresh one per process with
+ * `:memory:`, whose keys are gone with it anyway.
+ */
+export const localKeyMacSecrets = async (dataDir: string): Promise<MacSecrets> =>
+  new Map([
+    [
+      1,
+      dataDir === IN_MEMORY
+        ? randomBytes(32).toString('hex')
+        : await keptSecret(join(dataDir, KEY_MAC_SECRET_FILE)),
+    ],
+  ])
+
+export const KEY_MAC_SECRET_FILE = 'key-mac-secret'

@@ -8,12 +8,13 @@ import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { KeyUsageRepository } from '#keys/key-usage-repository.ts'
 import { controlSecretCredentials } from '#keys/local-control-config.ts'
+import { StoreKeyRepository } from '#keys/store-key-repository.ts'
 import { loadBundleFunctions } from '#local/bundles/bundle-functions.ts'
 import {
   bootstrapControlPlane,
-  isKeyOnLocalStage,
   type LocalKeys,
   localOutputs,
+  localUsagePlanOf,
 } from '#local/control-plane/control-plane-bootstrap.ts'
 import {
   createControlPlaneHandler,
@@ -23,6 +24,7 @@ import {
 import { keyUsageEndpoint } from '#local/control-plane/control-plane-key-usage.ts'
 import { localControlSecret } from '#local/control-plane/control-plane-secret.ts'
 import { ControlPlaneStore } from '#local/control-plane/control-plane-store.ts'
+import { storeKeysEndpoint } from '#local/control-plane/control-plane-store-keys.ts'
 import {
   LOCAL_KEY_SYNC_INTERVAL_MS,
   type LocalKeySync,
@@ -40,14 +42,16 @@ import {
 import { noteKeyId, type RequestLogWriter, withRequestLog } from '#local/gateway/request-log.ts'
 import { secretDigest } from '#local/gateway/secret-digest.ts'
 import { type BackstopFor, UsagePlanThrottle } from '#local/gateway/usage-plan-throttle.ts'
+import { formatMacSecrets, type MacSecrets } from '#shared/auth/project-key.ts'
 import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
-import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { KeyMirrorReader } from '#shared/data/key-mirror-reader.ts'
 import {
   idempotencyTableDefinition,
   keyMirrorTableDefinition,
   petTableDefinition,
   rateLimitTableDefinition,
+  storeKeyTableDefinition,
 } from '#shared/data/table-keys.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
@@ -63,6 +67,7 @@ import {
   type LocalTableNames,
   localCursorSecret,
   localFunctionEnvironment,
+  localKeyMacSecrets,
   localTableNames,
 } from './local-environment.ts'
 
@@ -189,12 +194,26 @@ export const startLocal = async (
 /** The functions' environment (returned, and set in process.env), and the tables they use. */
 const prepareDatastore = async (
   config: LocalConfig,
-  { endpoint, embedded, tables }: { endpoint: string; embedded: boolean; tables: LocalTableNames },
+  {
+    endpoint,
+    embedded,
+    tables,
+    macSecrets,
+    poolKey,
+  }: {
+    endpoint: string
+    embedded: boolean
+    tables: LocalTableNames
+    macSecrets: MacSecrets
+    poolKey: string
+  },
 ) => {
   const environment = localFunctionEnvironment({
     endpoint,
     embedded,
     tables,
+    macSecrets,
+    poolKey,
     cursorSecret: await localCursorSecret(config.dataDir),
     ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
   })
@@ -205,6 +224,7 @@ const prepareDatastore = async (
   await ensureTable(admin, rateLimitTableDefinition(tables.rateLimits))
   await ensureTable(admin, idempotencyTableDefinition(tables.idempotency))
   await ensureTable(admin, keyMirrorTableDefinition(tables.keyMirror))
+  await ensureTable(admin, storeKeyTableDefinition(tables.storeKeys))
   admin.destroy()
   return environment
 }
@@ -278,6 +298,7 @@ const controlPlaneFor = ({
   controlSecret,
   keySync,
   baseUrl,
+  macSecrets,
 }: {
   store: ControlPlaneStore
   authorizerCache: AuthorizerCache
@@ -289,8 +310,9 @@ const controlPlaneFor = ({
   controlSecret: string
   keySync: () => LocalKeySync | undefined
   baseUrl: () => string
+  macSecrets: MacSecrets
 }) => {
-  const mirror = new KeyMirrorRepository({
+  const mirror = new KeyMirrorReader({
     client: documentClient,
     tableName: tables.keyMirror,
     logger,
@@ -314,6 +336,10 @@ const controlPlaneFor = ({
         clock,
       }),
     ),
+    storeKeys: storeKeysEndpoint(
+      new StoreKeyRepository({ client: documentClient, tableName: tables.storeKeys, logger }),
+    ),
+    keyMacSecrets: () => formatMacSecrets(macSecrets),
     outputs: () => localOutputs(store, baseUrl()),
     clock,
     secret: controlSecret,
@@ -322,7 +348,10 @@ const controlPlaneFor = ({
 }
 
 /** The DynamoDB the functions use (embedded or config's), its tables, and the functions. */
-const startDatastoreAndFunctions = async (config: LocalConfig) => {
+const startDatastoreAndFunctions = async (
+  config: LocalConfig,
+  keys: { macSecrets: MacSecrets; poolKey: string },
+) => {
   const embedded: EmbeddedDynamo | undefined = config.dynamoEndpoint
     ? undefined
     : await startEmbeddedDynamo(config.dataDir)
@@ -333,6 +362,7 @@ const startDatastoreAndFunctions = async (config: LocalConfig) => {
       endpoint,
       embedded: embedded !== undefined,
       tables,
+      ...keys,
     })
     return {
       embedded,
@@ -354,9 +384,11 @@ const startOn = async (
   const clock = options.clock ?? systemClock
   // First, so an unusable control-plane or key file stops the start before anything runs.
   const store = await ControlPlaneStore.open(config.dataDir, { clock })
-  const keys = await bootstrapControlPlane(store, config)
+  const macSecrets = await localKeyMacSecrets(config.dataDir)
+  const keys = await bootstrapControlPlane(store, { ...config, macSecrets })
   const controlSecret = await localControlSecret(config.dataDir, config.controlSecret)
-  const { embedded, endpoint, tables, functions } = await startDatastoreAndFunctions(config)
+  const datastore = await startDatastoreAndFunctions(config, { ...keys, macSecrets })
+  const { embedded, endpoint, tables, functions } = datastore
   const { handlers, authorizer, bundles } = functions
   const { logger } = await import('#shared/observability/logger.ts')
 
@@ -375,7 +407,7 @@ const startOn = async (
     onError: (message, error) => logger.error(message, { error }),
     authorizerCache,
     usagePlanThrottle,
-    onStagePlan: (keyId) => isKeyOnLocalStage(store, keyId),
+    usagePlanOf: localUsagePlanOf(store),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.failedAuthLimit ? { failedAuthLimit: options.failedAuthLimit } : {}),
     ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
@@ -396,6 +428,7 @@ const startOn = async (
     controlSecret,
     keySync: () => keySync,
     baseUrl: () => `http://${baseHost}${API_VERSION_PATH}`,
+    macSecrets,
   })
   const served = withApiReference(withControlPaths(controlPlane, gateway), (message, error) =>
     logger.error(message, { error }),

@@ -74,6 +74,19 @@ const entryOf = (operation: Operation): string => {
   return functionEntry(route)
 }
 
+/**
+ * A variable's value as CloudFormation would resolve it: a reference becomes a placeholder, a
+ * dynamic reference to a Secrets Manager secret a secret's shape (64 letters), a join the join of
+ * its parts (KEY_MAC_SECRETS is `<version>:<secret>`).
+ */
+const deployedValue = (value: unknown, name: string): string => {
+  if (typeof value === 'string') return value
+  const join = (value as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join']
+  if (!join) return `bench-${name.toLowerCase()}`
+  const text = join[1].map((part) => deployedValue(part, name)).join(join[0])
+  return text.startsWith('{{resolve:secretsmanager:') ? 'b'.repeat(64) : text
+}
+
 interface TemplateFunction {
   Type: string
   Properties: {
@@ -137,7 +150,7 @@ export const deployedFunctions = async (
     const env: Record<string, string> = {}
     for (const [name, value] of Object.entries(variables)) {
       // Table names and secrets are CloudFormation references until deployed.
-      env[name] = typeof value === 'string' ? value : `bench-${name.toLowerCase()}`
+      env[name] = deployedValue(value, name)
     }
     const asset = `asset.${props.Code.S3Key.replace(/\.zip$/, '')}`
     subjects.push({

@@ -6,12 +6,17 @@ import type {
 } from 'aws-lambda'
 import { isWellFormedApiKey, parseBearerToken, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { toAuthorizerContext } from '#shared/auth/key-context.ts'
-import { type KeyStore, keyFingerprint } from '#shared/auth/key-store.ts'
+import type { KeyStore } from '#shared/auth/key-store.ts'
 import type { AuthorizerMiddleware } from '#shared/http/http-types.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 
 export interface AuthorizerDependencies {
   keyStore: KeyStore
+  /**
+   * The key API Gateway meters a valid key under (usageIdentifierKey): the pool usage-plan key for
+   * a store key, which API Gateway does not know; the key itself otherwise.
+   */
+  usageKeyOf?: (key: string) => string
   logger: AppLogger
   /** Observability (logger context, metrics, tracing): outermost, sees every outcome. */
   observability?: AuthorizerMiddleware[]
@@ -29,12 +34,13 @@ export const stageWildcardArn = (methodArn: string): string => {
 
 /**
  * TOKEN authorizer: validates `Authorization: Bearer <key>` against the key store and returns
- * the key as `usageIdentifierKey` (so API Gateway meters it against its usage plan) with the
- * key id, plan and limits as context. A bad key throws exactly "Unauthorized" (401); a store
- * failure throws anything else (API Gateway answers 500).
+ * the key API Gateway meters it under as `usageIdentifierKey` (the key itself; the pool key for a
+ * store key) with the caller (key id, plan and limits) as context. A bad key throws exactly
+ * "Unauthorized" (401); a store failure throws anything else (API Gateway answers 500).
  */
 export const authorizerHandler = ({
   keyStore,
+  usageKeyOf = (key) => key,
   logger,
   observability = [],
 }: AuthorizerDependencies) =>
@@ -47,15 +53,13 @@ export const authorizerHandler = ({
         logger.info('Rejected authorization header', { reason: 'malformed' })
         throw new Error(UNAUTHORIZED)
       }
-      const record = await keyStore.lookup(key)
-      if (!record) {
-        logger.info('Rejected API key', { reason: 'unknown', keyFingerprint: keyFingerprint(key) })
-        throw new Error(UNAUTHORIZED)
-      }
+      // The store logs why it refused (forged, unknown, disabled), with the key's fingerprint.
+      const caller = await keyStore.lookup(key)
+      if (!caller) throw new Error(UNAUTHORIZED)
       return {
-        principalId: record.id,
-        usageIdentifierKey: key,
-        context: { ...toAuthorizerContext(record) },
+        principalId: caller.keyId,
+        usageIdentifierKey: usageKeyOf(key),
+        context: { ...toAuthorizerContext(caller) },
         policyDocument: {
           Version: '2012-10-17',
           Statement: [

@@ -2,10 +2,10 @@ import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
 import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
 import { ApiGatewayAuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
 import { TokenBucketPacer } from '#keys/call-pacer.ts'
+import { KeyMirrorWriter } from '#keys/key-mirror-writer.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
 import { requireEnv } from '#shared/config/env-config.ts'
-import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { baseMiddlewares } from '#shared/observability/observability-middleware.ts'
 import { functionBase } from '#shared/wiring/function-dependencies.ts'
@@ -51,7 +51,7 @@ export const keySyncDependencies = (env: NodeJS.ProcessEnv = process.env): KeySy
       stage,
       pacer: new TokenBucketPacer(KEY_SYNC_CALL_RATE),
     }),
-    mirror: new KeyMirrorRepository({ client: dynamo, tableName, logger }),
+    mirror: new KeyMirrorWriter({ client: dynamo, tableName }),
     state: new KeySyncStateRepository({ client: dynamo, tableName }),
     flusher: new ApiGatewayAuthorizerCacheFlusher(apiGateway, restApiId, stage),
     logger,

@@ -3,12 +3,12 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics'
 import type { Context } from 'aws-lambda'
 import type { KeySource, KeySourceSnapshot, ReadOptions } from '#keys/api-gateway-key-source.ts'
 import type { AuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
+import type { KeyMirrorWriter, StaleItem } from '#keys/key-mirror-writer.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import type { KeySyncState, KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
 import { mirrorEntry } from '#keys/key-verdicts.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
-import type { KeyMirrorRepository, StaleItem } from '#shared/data/key-mirror-repository.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
 import { withOriginalStack } from '#shared/observability/original-stack.ts'
@@ -53,7 +53,7 @@ const backoffMs = (failures: number) =>
 /** What a run reads, writes and reports to. */
 export interface KeySyncRunDependencies {
   source: KeySource
-  mirror: Pick<KeyMirrorRepository, 'diff' | 'apply'>
+  mirror: Pick<KeyMirrorWriter, 'diff' | 'apply'>
   state: Pick<KeySyncStateRepository, 'get' | 'acquire' | 'complete' | 'release' | 'addPending'>
   flusher: AuthorizerCacheFlusher
   logger: AppLogger

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
+import type { StaleItem } from '#keys/key-mirror-writer.ts'
 import type { HeldRemoval } from '#keys/key-sync-state-repository.ts'
-import type { StaleItem } from '#shared/data/key-mirror-repository.ts'
 
 /**
  * The mirror is only as good as the last read of API Gateway, so one bad read must not empty it,

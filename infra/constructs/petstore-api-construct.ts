@@ -3,6 +3,7 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import type { LogGroup } from 'aws-cdk-lib/aws-logs'
 import type { Secret } from 'aws-cdk-lib/aws-secretsmanager'
 import { Construct } from 'constructs'
+import type { KeyMacSecret } from '#infra/config/key-mac-config.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
 import type { PlanName } from '#shared/config/plans-config.ts'
 import { API_VERSION_PATH, type OperationId } from '#shared/config/routes-config.ts'
@@ -15,6 +16,7 @@ import { addKeySync } from './key-sync-construct.ts'
 import { addOperationFunctions } from './operation-functions-construct.ts'
 import type { PetstoreFunction } from './petstore-function-construct.ts'
 import { addRestApi } from './rest-api-construct.ts'
+import { addStoreKeyPool, type StoreKeyPool } from './store-key-pool-construct.ts'
 import { addUsagePlans } from './usage-plans-construct.ts'
 import { addWebAcl, type WebAcl } from './web-acl-construct.ts'
 
@@ -25,6 +27,10 @@ export interface PetstoreApiProps {
   idempotencyTable: ITable
   /** The stage's copy of its API keys and plans: the key sync writes it, the authorizer reads it. */
   keyMirrorTable: ITable
+  /** Keys only in the project's store: the keys CLI writes it, the authorizer reads it. */
+  storeKeyTable: ITable
+  /** The key MAC secrets by version, resolved into the authorizer's environment. */
+  keyMacSecrets: readonly KeyMacSecret[]
 }
 
 /**
@@ -46,6 +52,8 @@ export class PetstoreApi extends Construct {
   readonly authorizerFunction: PetstoreFunction
   readonly keySyncFunction: PetstoreFunction
   readonly usagePlans: Record<PlanName, UsagePlan>
+  /** The pool plan and key store keys are metered under. */
+  readonly pool: StoreKeyPool
   readonly accessLogGroup: LogGroup
   readonly domain: DomainName | undefined
   /** The key of listPets' cursor tags, generated at deploy time per stage. */
@@ -57,10 +65,22 @@ export class PetstoreApi extends Construct {
   constructor(
     scope: Construct,
     id: string,
-    { config, petTable, rateLimitTable, idempotencyTable, keyMirrorTable }: PetstoreApiProps,
+    {
+      config,
+      petTable,
+      rateLimitTable,
+      idempotencyTable,
+      keyMirrorTable,
+      storeKeyTable,
+      keyMacSecrets,
+    }: PetstoreApiProps,
   ) {
     super(scope, id)
-    this.authorizerFunction = addApiKeyAuthorizerFunction(this, config, keyMirrorTable)
+    this.authorizerFunction = addApiKeyAuthorizerFunction(this, config, {
+      keyMirrorTable,
+      storeKeyTable,
+      keyMacSecrets,
+    })
     this.functions = addOperationFunctions(this, {
       config,
       petTable,
@@ -76,6 +96,11 @@ export class PetstoreApi extends Construct {
     addGatewayResponses(api, config.corsAllowOrigin)
     this.webAcl = config.waf ? addWebAcl(this, config, api) : undefined
     this.usagePlans = addUsagePlans(api, config)
+    this.pool = addStoreKeyPool(this, config, api)
+    this.authorizerFunction.function.addEnvironment(
+      'POOL_USAGE_KEY',
+      this.pool.secret.secretValue.unsafeUnwrap(),
+    )
     this.domain = config.customDomain ? addCustomDomain(this, api, config.customDomain) : undefined
     this.baseUrl = config.customDomain
       ? `https://${config.customDomain.domainName}${API_VERSION_PATH}`

@@ -1,6 +1,7 @@
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import type { Construct } from 'constructs'
+import type { KeyMacSecret } from '#infra/config/key-mac-config.ts'
 import { metricsNamespace, type StageConfig } from '#infra/config/stage-config.ts'
 import { addGradualDeployments } from '#infra/constructs/gradual-deployment-construct.ts'
 import { PetstoreApi } from '#infra/constructs/petstore-api-construct.ts'
@@ -19,6 +20,8 @@ export interface PetstoreApiStackProps extends StackProps {
   rateLimitTable: ITable
   idempotencyTable: ITable
   keyMirrorTable: ITable
+  storeKeyTable: ITable
+  keyMacSecrets: KeyMacSecret[]
 }
 
 /** The stage's functions, REST API, usage plans, key sync, alarms and dashboard. */
@@ -35,6 +38,8 @@ export class PetstoreApiStack extends Stack {
       rateLimitTable,
       idempotencyTable,
       keyMirrorTable,
+      storeKeyTable,
+      keyMacSecrets,
       ...props
     }: PetstoreApiStackProps,
   ) {
@@ -46,6 +51,8 @@ export class PetstoreApiStack extends Stack {
       rateLimitTable,
       idempotencyTable,
       keyMirrorTable,
+      storeKeyTable,
+      keyMacSecrets,
     })
     const { api, functions, authorizerFunction, keySyncFunction, usagePlans } = this.petstoreApi
 
@@ -64,6 +71,7 @@ export class PetstoreApiStack extends Stack {
         { name: 'RateLimit', table: rateLimitTable },
         { name: 'Idempotency', table: idempotencyTable },
         { name: 'KeyMirror', table: keyMirrorTable },
+        { name: 'StoreKey', table: storeKeyTable },
       ],
       ...(config.alarmEmail ? { alarmEmail: config.alarmEmail } : {}),
     })
@@ -117,6 +125,7 @@ export class PetstoreApiStack extends Stack {
         value: this.petstoreApi.domain.domainNameAliasDomainName,
       })
     }
+    new CfnOutput(this, 'PoolUsagePlanId', { value: this.petstoreApi.pool.plan.usagePlanId })
     new CfnOutput(this, 'KeySyncFunctionName', {
       description:
         'Invoke with {"confirmRemovals": [<key ids>]}, as the key-sync log gives it, to confirm a removal the sync holds',

@@ -41,6 +41,8 @@ export const addStageStacks = (app: App, config: StageConfig): StageStacks => {
     rateLimitTable: data.rateLimitTable,
     idempotencyTable: data.idempotencyTable,
     keyMirrorTable: data.keyMirrorTable,
+    storeKeyTable: data.storeKeyTable,
+    keyMacSecrets: data.keyMacSecrets,
   })
   for (const stack of [data, api]) {
     for (const [key, value] of Object.entries(stageTags(config.stage)))

@@ -1,7 +1,14 @@
 import { rename } from 'node:fs/promises'
 import { newApiKeyValue } from '#keys/api-key-value.ts'
 import { IN_MEMORY } from '#keys/local-control-config.ts'
-import { stageTags, usagePlanSpecs } from '#keys/usage-plans-config.ts'
+import {
+  isPoolPlan,
+  POOL_PLAN_TAG,
+  poolPlanSpec,
+  stageTags,
+  usagePlanSpecs,
+} from '#keys/usage-plans-config.ts'
+import type { MacSecrets } from '#shared/auth/project-key.ts'
 import {
   PLAN_DISPLAY_NAMES,
   PLAN_NAMES,
@@ -10,6 +17,7 @@ import {
 } from '#shared/config/plans-config.ts'
 import {
   type ControlPlaneStore,
+  generateKeyValue,
   LOCAL_API_STAGE,
   type StoredUsagePlan,
 } from './control-plane-store.ts'
@@ -17,6 +25,11 @@ import { keyFilePath, readKeyFile } from './legacy-key-file.ts'
 
 /** What a start did about keys, for the banner (key values only of keys it created). */
 export interface LocalKeys {
+  /**
+   * The pool key store keys are metered under: a secret the authorizer holds (POOL_USAGE_KEY),
+   * never printed, never a bearer key.
+   */
+  poolKey: string
   /** Keys this start created, one per plan, because the stage had no enabled key: printed once. */
   created: { plan: PlanName; key: string }[]
   /** Keys of PETSTORE_API_KEYS, by their control-plane id (never printed). */
@@ -31,6 +44,8 @@ export interface LocalKeys {
 
 export interface LocalKeySources {
   dataDir: string
+  /** The local stage's MAC secrets: its first keys are project keys, as the keys CLI makes them. */
+  macSecrets: MacSecrets
   apiKeys: { plan: PlanName; key: string }[]
   enterpriseLimits: PlanLimits
 }
@@ -46,11 +61,52 @@ const onLocalStage = (plan: StoredUsagePlan) =>
   )
 
 /**
- * Whether a key is on a usage plan of the local stage: API Gateway refuses any other key with
- * 403 (methods require an API key, key source AUTHORIZER), whatever the authorizer answered.
+ * How the local stage meters a key by its value's digest (the gateway's usage-plan step): on
+ * which of its plans the key is, as API Gateway refuses any other key with 403 (methods require
+ * an API key, key source AUTHORIZER), whatever the authorizer answered. A plan with neither
+ * throttle nor quota (the pool plan) refuses nothing; the others have the backstop of their tier.
  */
-export const isKeyOnLocalStage = (store: ControlPlaneStore, keyId: string): boolean =>
-  store.plansOfKey(keyId).some(onLocalStage)
+export const localUsagePlanOf =
+  (store: ControlPlaneStore) =>
+  (digest: string): 'backstop' | 'unthrottled' | undefined => {
+    const key = store.apiKeyByDigest(digest)
+    if (!key?.enabled) return undefined
+    const plan = store.plansOfKey(key.id).find(onLocalStage)
+    if (!plan) return undefined
+    return plan.throttle === undefined && plan.quota === undefined ? 'unthrottled' : 'backstop'
+  }
+
+/**
+ * The pool plan and its one key, as the CDK makes them for a stage: a plan with neither throttle
+ * nor quota on the local stage, tagged as the pool, and an enabled key on it whose value only the
+ * authorizer holds. Returns the pool key's value.
+ */
+const ensurePool = async (store: ControlPlaneStore): Promise<string> => {
+  const spec = poolPlanSpec(LOCAL_STAGE_NAME)
+  const tags = { ...spec.tags, ...stageTags(LOCAL_STAGE_NAME) }
+  const plan =
+    store.usagePlans().find((candidate) => isPoolPlan(candidate.tags)) ??
+    (await store.createUsagePlan({
+      name: spec.name,
+      description: spec.description,
+      apiStages: [{ ...LOCAL_API_STAGE }],
+      tags,
+    }))
+  let key = store.apiKeys().find((candidate) => isPoolPlan(candidate.tags))
+  key ??= await store.createApiKey({
+    name: `${spec.name}-pool`,
+    value: generateKeyValue(),
+    enabled: true,
+    tags: { [POOL_PLAN_TAG.key]: POOL_PLAN_TAG.value },
+  })
+  if (!key.enabled) {
+    await store.updateApiKey(key.id, [{ op: 'replace', path: '/enabled', value: 'true' }])
+  }
+  if (!store.plansOfKey(key.id).some((candidate) => candidate.id === plan.id)) {
+    await store.attachKey(plan.id, key.id)
+  }
+  return key.value
+}
 
 /**
  * The four plans exactly as the CDK makes them for a stage (usagePlanSpecs: name, description,
@@ -139,11 +195,12 @@ const placeOnPlan = async (store: ControlPlaneStore, keyId: string, usagePlanId:
  */
 export const bootstrapControlPlane = async (
   store: ControlPlaneStore,
-  { dataDir, apiKeys, enterpriseLimits }: LocalKeySources,
+  { dataDir, apiKeys, enterpriseLimits, macSecrets }: LocalKeySources,
 ): Promise<LocalKeys> => {
   const legacyFile = dataDir === IN_MEMORY ? undefined : keyFilePath(dataDir)
   const legacyKeys = legacyFile ? await readKeyFile(legacyFile) : []
   const planIds = await ensureStandardPlans(store, enterpriseLimits)
+  const poolKey = await ensurePool(store)
 
   let imported = 0
   for (const entry of legacyKeys) {
@@ -178,7 +235,10 @@ export const bootstrapControlPlane = async (
     fromEnv.push({ plan, id: key.id })
   }
 
-  const stagePlans = store.usagePlans().filter(onLocalStage)
+  // Customers' keys only: the pool key is no bearer key.
+  const stagePlans = store
+    .usagePlans()
+    .filter((plan) => onLocalStage(plan) && !isPoolPlan(plan.tags))
   const enabledKeyIds = () =>
     new Set(
       stagePlans
@@ -190,7 +250,7 @@ export const bootstrapControlPlane = async (
     for (const plan of PLAN_NAMES) {
       const key = await store.createApiKey({
         name: `first-${plan}`,
-        value: newApiKeyValue(plan),
+        value: newApiKeyValue(macSecrets),
         enabled: true,
       })
       await store.attachKey(planIds[plan], key.id)
@@ -198,6 +258,7 @@ export const bootstrapControlPlane = async (
     }
   }
   return {
+    poolKey,
     created,
     fromEnv,
     others: enabledKeyIds().size - created.length - new Set(fromEnv.map((entry) => entry.id)).size,

@@ -21,7 +21,10 @@ import type { ControlPlaneStore } from './control-plane-store.ts'
  * - `GET /_local/key-sync/held`: the removals the key sync holds, as its state item keeps them;
  * - `GET /_local/key-mirror/{keyHash}`: the mirror item of a key hash, as a GetItem would read it;
  * - `POST /_local/key-usage`: the rate limiter's usage and suspensions, as the keys CLI reads (and
- *   lifts) them in a deployed stage's table (keys/key-usage-requests.ts).
+ *   lifts) them in a deployed stage's table (keys/key-usage-requests.ts);
+ * - `POST /_local/store-keys`: the store key table, as the keys CLI changes a deployed stage's
+ *   (keys/store-key-requests.ts); `GET /_local/key-mac`: the MAC secrets it makes keys with, as it
+ *   reads a deployed stage's from Secrets Manager.
  */
 
 export { MANAGEMENT_API_PATH }
@@ -42,6 +45,10 @@ export interface ControlPlaneHandlerOptions {
   mirrorItem: (keyHash: string) => Promise<KeyMirrorItem | undefined>
   /** `POST /_local/key-usage`: the rate limiter's counts and suspensions (key-usage-requests.ts). */
   keyUsage?: (body: Record<string, unknown>) => Promise<unknown>
+  /** `POST /_local/store-keys`: the store key table's calls (store-key-requests.ts). */
+  storeKeys?: (body: Record<string, unknown>) => Promise<unknown>
+  /** `GET /_local/key-mac`: the local stage's MAC secrets, as KEY_MAC_SECRETS writes them. */
+  keyMacSecrets?: () => string
   outputs: () => Record<string, string>
   clock: () => number
   /** What every request that reads or changes keys must carry (control-plane-secret.ts). */
@@ -126,6 +133,12 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
     const [name, id] = segments
     if (name === 'key-usage' && method === 'POST' && id === undefined && options.keyUsage) {
       return { status: 200, body: await options.keyUsage(await body()) }
+    }
+    if (name === 'store-keys' && method === 'POST' && id === undefined && options.storeKeys) {
+      return { status: 200, body: await options.storeKeys(await body()) }
+    }
+    if (name === 'key-mac' && method === 'GET' && id === undefined && options.keyMacSecrets) {
+      return { status: 200, body: { secrets: options.keyMacSecrets() } }
     }
     if (name === 'outputs' && method === 'GET' && id === undefined) {
       return { status: 200, body: options.outputs() }

@@ -5,6 +5,7 @@ import * as z from 'zod/mini'
 import { shownArgument } from '#keys/key-value-mask.ts'
 import { IN_MEMORY } from '#keys/local-control-config.ts'
 import { checkUsagePlanNumbers } from '#keys/usage-plan-numbers-config.ts'
+import { secretDigest } from '#local/gateway/secret-digest.ts'
 import type { Clock } from '#shared/time/clock.ts'
 import { ControlPlaneError } from './control-plane-error.ts'
 import { parseJsonFile } from './json-error-locator.ts'
@@ -207,6 +208,15 @@ export class ControlPlaneStore {
 
   apiKeyByValue(value: string): StoredApiKey | undefined {
     return this.#state.apiKeys.find((key) => key.value === value)
+  }
+
+  /** Keys by the SHA-256 of their value, rebuilt after a change: the gateway's lookup per request. */
+  #byDigest: Map<string, StoredApiKey> | undefined
+
+  /** The key whose value has this SHA-256 (secretDigest), as the gateway meters it. */
+  apiKeyByDigest(digest: string): StoredApiKey | undefined {
+    this.#byDigest ??= new Map(this.#state.apiKeys.map((key) => [secretDigest(key.value), key]))
+    return this.#byDigest.get(digest)
   }
 
   usagePlan(id: string): StoredUsagePlan {
@@ -426,6 +436,7 @@ export class ControlPlaneStore {
 
   /** Saves, then tells the owner: a sync started by the change reads the saved state. */
   async #changed(ids: readonly string[] = []): Promise<void> {
+    this.#byDigest = undefined
     const file = this.file
     if (file) {
       const text = `${JSON.stringify(this.#state, null, 2)}\n`

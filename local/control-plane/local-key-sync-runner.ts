@@ -6,9 +6,9 @@ import { SCHEDULED_EVENT } from '#functions/key-sync/key-sync-events.ts'
 import { keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
 import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
 import { ApiGatewayAuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
+import { KeyMirrorWriter } from '#keys/key-mirror-writer.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { type HeldRemoval, KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
-import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import type { Clock, Timers } from '#shared/time/clock.ts'
 import { LOCAL_API_STAGE } from './control-plane-store.ts'
@@ -96,11 +96,7 @@ const localKeySyncHandler = (
   const { apiId, stage } = LOCAL_API_STAGE
   return keySyncHandler({
     source: new ApiGatewayKeySource({ client, restApiId: apiId, stage, clock: options.clock }),
-    mirror: new KeyMirrorRepository({
-      client: options.documentClient,
-      tableName: options.tableName,
-      logger: options.logger,
-    }),
+    mirror: new KeyMirrorWriter({ client: options.documentClient, tableName: options.tableName }),
     state,
     flusher: new ApiGatewayAuthorizerCacheFlusher(client, apiId, stage),
     logger: options.logger,

@@ -66,8 +66,12 @@ export interface LocalGatewayOptions {
   backstopFor?: BackstopFor
   /** The backstop itself, when its owner reads its counts (else one of the gateway's own). */
   usagePlanThrottle?: UsagePlanThrottle
-  /** Whether a key is on a usage plan of the stage (API Gateway refuses it otherwise). */
-  onStagePlan?: (keyId: string) => boolean
+  /**
+   * The usage plan of the stage the metered key (usageIdentifierKey, by its digest) is on, or
+   * undefined when it is on none (API Gateway refuses it: INVALID_API_KEY). Unset: every key
+   * counts as on a plan with the backstop of its limits.
+   */
+  usagePlanOf?: UsagePlanOf
   /**
    * `host:port` of the configured base address, known once the server listens. Functions build
    * `Location` and `Link` from the Host header the gateway hands them: this one, never the
@@ -148,24 +152,37 @@ const limitsOf = (context: Authorization['context']): PlanLimits | undefined => 
 }
 
 /**
+ * What the stage's usage plan of a metered key does: `backstop`, the token bucket and DAY quota of
+ * the key's plan limits (what the CDK and the local control plane give every plan of a tier:
+ * keys/usage-plans-config.ts); `unthrottled`, a plan with neither throttle nor quota (the pool
+ * plan store keys are metered under: it refuses nothing, the stage throttle is its only bound).
+ */
+export type UsagePlanMetering = 'backstop' | 'unthrottled'
+export type UsagePlanOf = (usageKeyDigest: string) => UsagePlanMetering | undefined
+
+/**
  * Step 3, the usage plan. apiKeyRequired with the AUTHORIZER key source: API Gateway meters
  * usageIdentifierKey against the stage's usage plans, and a key on none of them gets
  * INVALID_API_KEY, 403, whatever the authorizer answered
  * (https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-api-key-source.html).
  * So a key the key sync still holds in the mirror after its plan left the stage is refused all
- * the same. Locally the key's limits are the authorizer's context; `onStagePlan` asks the
- * control plane whether the key is on a plan of the local stage.
+ * the same. Throttle and quota are the metered key's (AWS applies a plan's per key: "Usage plans
+ * and API keys for REST APIs"): a store key is metered under the pool key, whose plan has none,
+ * so no store key's flood empties a bucket another key is counted in. Locally the key's limits
+ * are the authorizer's context; `usagePlanOf` asks the control plane which plan of the local
+ * stage the metered key is on.
  */
 export const usagePlanVerdict = (
   authorization: Authorization,
   usagePlans: UsagePlanThrottle,
-  onStagePlan?: (keyId: string) => boolean,
+  usagePlanOf?: UsagePlanOf,
 ): BackstopVerdict | 'INVALID_API_KEY' => {
   const limits = limitsOf(authorization.context)
-  if (!authorization.usageKeyDigest || !limits) return 'INVALID_API_KEY'
-  const keyId = authorization.context?.keyId
-  if (onStagePlan && (typeof keyId !== 'string' || !onStagePlan(keyId))) return 'INVALID_API_KEY'
-  return usagePlans.admit(authorization.usageKeyDigest, limits)
+  const digest = authorization.usageKeyDigest
+  if (!digest || !limits) return 'INVALID_API_KEY'
+  const metering = usagePlanOf ? usagePlanOf(digest) : 'backstop'
+  if (metering === undefined) return 'INVALID_API_KEY'
+  return usagePlans.admit(digest, metering === 'backstop' ? limits : undefined)
 }
 
 const failedAuthError = (retryAfterSeconds: number) =>
@@ -275,7 +292,7 @@ export const createLocalGateway = ({
   authorizerCache,
   backstopFor,
   usagePlanThrottle,
-  onStagePlan,
+  usagePlanOf,
   baseHost = () => undefined,
   failedAuthLimit,
   corsAllowOrigin,
@@ -351,7 +368,7 @@ export const createLocalGateway = ({
     }
 
     onAuthorized(res, authorized.authorization.principalId)
-    const verdict = usagePlanVerdict(authorized.authorization, usagePlans, onStagePlan)
+    const verdict = usagePlanVerdict(authorized.authorization, usagePlans, usagePlanOf)
     if (verdict !== 'admitted') return refuse(verdict)
 
     if (EXPECTS_CONTINUE.test(req.headers.expect ?? '')) res.writeContinue()

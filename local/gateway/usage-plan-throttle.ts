@@ -22,6 +22,9 @@ interface KeyState {
 
 const TOKEN_ROUNDING = 1e-9
 
+/** A usage plan without a throttle or a quota: nothing to refuse. */
+const UNTHROTTLED = { rateLimit: Infinity, burstLimit: Infinity, dailyQuota: Infinity } as const
+
 const utcDay = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 10)
 
 export class UsagePlanThrottle {
@@ -45,10 +48,11 @@ export class UsagePlanThrottle {
 
   /**
    * Takes one request of a key (its usageIdentifierKey's digest) through the backstop of its
-   * plan limits; counts it only when admitted.
+   * plan limits, or through a plan with neither throttle nor quota (`limits` undefined: the pool
+   * plan, which refuses nothing); counts it only when admitted.
    */
-  admit(keyDigest: string, limits: PlanLimits): BackstopVerdict {
-    const { rateLimit, burstLimit, dailyQuota } = this.#backstopFor(limits)
+  admit(keyDigest: string, limits: PlanLimits | undefined): BackstopVerdict {
+    const { rateLimit, burstLimit, dailyQuota } = limits ? this.#backstopFor(limits) : UNTHROTTLED
     const now = this.#clock()
     const day = utcDay(now)
     let state = this.#keys.get(keyDigest)

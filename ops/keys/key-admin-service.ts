@@ -7,11 +7,13 @@ import {
   GetUsagePlanKeysCommand,
   UpdateApiKeyCommand,
 } from '@aws-sdk/client-api-gateway'
+import { ApiGatewayAuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
 import { DISABLE_AFTER_TAG, isPastDisableAfter } from '#keys/key-verdicts.ts'
 import { PAGE_SIZE } from '#keys/management-listing.ts'
+import type { StoreKeyStore } from '#keys/store-key-requests.ts'
 import { usagePlanBackstop } from '#keys/usage-plan-backstop-config.ts'
 import { checkUsagePlanNumbers } from '#keys/usage-plan-numbers-config.ts'
-import { stageTags } from '#keys/usage-plans-config.ts'
+import { isPoolPlan, stageTags } from '#keys/usage-plans-config.ts'
 import { PLAN_TAGS, type PlanLimits } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { causeOf, Interrupted, KeyAdminError } from './key-admin-error.ts'
@@ -29,6 +31,7 @@ import {
   stagePlans,
 } from './stage-plans.ts'
 import type { MirrorView } from './stage-sync-client.ts'
+import { StoreKeyAdmin } from './store-key-admin.ts'
 import { newKeyOn, undoMove } from './undo-steps.ts'
 
 /**
@@ -104,6 +107,16 @@ export class KeyAdmin {
   /** The exact command that revokes a key by hand. */
   revokeCommand(keyId: string): string {
     return this.#calls.revokeCommand(keyId)
+  }
+
+  /** The same stage's store keys, in `keys` (its table, or the local control plane's). */
+  storeKeys(keys: StoreKeyStore): StoreKeyAdmin {
+    const { client, outputs } = this.#calls.context
+    return new StoreKeyAdmin(
+      this.#calls,
+      keys,
+      new ApiGatewayAuthorizerCacheFlusher(client, outputs.restApiId, outputs.stageName),
+    )
   }
 
   /** The stage's plans, and how many plans the Region has (for its ceiling). */
@@ -186,7 +199,9 @@ export class KeyAdmin {
           disableAfter: key.tags?.[DISABLE_AFTER_TAG],
         }
       })
-    return { rows, otherKeys: keys.length - rows.length }
+    // The stage's pool key (store keys are metered under it) is no customer's key.
+    const pool = keys.filter((key) => isPoolPlan(key.tags)).length
+    return { rows, otherKeys: keys.length - rows.length - pool }
   }
 
   /**

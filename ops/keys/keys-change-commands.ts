@@ -1,3 +1,4 @@
+import { isStoreKeyId } from '#shared/auth/project-key.ts'
 import { isPlanName, PLAN_NAMES } from '#shared/config/plans-config.ts'
 import { confirmHeldRemovals, listHeldRemovals } from './held-removals-command.ts'
 import { KeyAdminError } from './key-admin-error.ts'
@@ -12,6 +13,7 @@ import {
 } from './keys-command-call.ts'
 import { suspensionOf, todayCounts } from './keys-support-commands.ts'
 import type { PlanSelector } from './stage-plans.ts'
+import { StoreKeyAdmin } from './store-key-admin.ts'
 
 /**
  * The keys CLI's commands that change keys and plans (create, enable, disable, revoke, move,
@@ -87,13 +89,29 @@ const valuePrinter =
       out.json ? `${JSON.stringify({ id: key.id, value: key.value })}\n` : `${key.value}\n`,
     )
 
+/** The stage's store keys, or why it has none (a stage deployed before them). */
+export const storeKeysOf = ({ target }: Pick<CommandCall, 'target'>): StoreKeyAdmin => {
+  if (!target.storeKeys) {
+    throw new KeyAdminError(
+      `Stage ${target.stage} has no store key table (its data stack has no output StoreKeyTableName): deploy it first`,
+    )
+  }
+  return target.storeKeys
+}
+
+/** Whether a command names a store key (`s-…`): its table, not API Gateway, holds it. */
+const isStoreKey = (call: CommandCall): boolean => isStoreKeyId(call.args[0] ?? '')
+
 export const createCommand = async (call: CommandCall): Promise<void> => {
   const { target, values, out } = call
   const selector = selectorOf(values)
   const name = stringOption(values, 'name') ?? `key-${new Date().toISOString().slice(0, 10)}`
-  const key = await target.admin.createKey({ selector, name, onCreated: valuePrinter(call) })
+  const store = values.store === true
+  const key = store
+    ? await storeKeysOf(call).create({ selector, name, onCreated: valuePrinter(call) })
+    : await target.admin.createKey({ selector, name, onCreated: valuePrinter(call) })
   out.say(
-    `created key ${key.id} "${printable(key.name)}" on ${key.plan} (${key.limits.perMinute}/minute, ${key.limits.perDay}/day) on stage ${target.stage}: it works now`,
+    `created ${store ? 'store key' : 'key'} ${key.id} "${printable(key.name)}" on ${key.plan} (${key.limits.perMinute}/minute, ${key.limits.perDay}/day) on stage ${target.stage}: it works now`,
   )
 }
 
@@ -114,9 +132,70 @@ const noteOf = (
     .filter((part) => part !== undefined)
     .join('; ')
 
+/** How many store keys `list` shows at most, unless `--limit` says. */
+export const DEFAULT_STORE_PAGE = 100
+
+/** `list`'s `--limit`, `--after` and `--plan`, checked before the stage is opened. */
+export const listOptionsOf = (values: OptionValues) => {
+  const limitText = stringOption(values, 'limit')
+  if (limitText !== undefined && !/^[1-9]\d{0,3}$/.test(limitText)) {
+    throw new UsageError('--limit must be a whole number from 1 to 9999')
+  }
+  const after = stringOption(values, 'after')
+  if (after !== undefined && !isStoreKeyId(after)) {
+    throw new UsageError('--after takes the store key id a listing ended on (s-…)')
+  }
+  const plan = stringOption(values, 'plan')?.toLowerCase()
+  if (plan !== undefined && !isPlanName(plan)) {
+    throw new UsageError(
+      `--plan must be one of ${PLAN_NAMES.join(', ')}${didYouMean(plan, PLAN_NAMES)}`,
+    )
+  }
+  return {
+    limit: limitText === undefined ? DEFAULT_STORE_PAGE : Number(limitText),
+    after,
+    plan,
+    storeOnly: values.store === true || after !== undefined,
+  }
+}
+
+/** A listing's rows: API Gateway keys (unless only store keys are asked for), then store keys. */
+const listedRows = async (call: CommandCall) => {
+  const { target, values } = call
+  const options = listOptionsOf(values)
+  const consoleKeys = options.storeOnly ? { rows: [], otherKeys: 0 } : await target.admin.listKeys()
+  const consoleRows = consoleKeys.rows
+    .filter((row) => options.plan === undefined || row.plan === options.plan)
+    .map((row) => ({ ...row, kind: 'console' as const }))
+  const page = target.storeKeys
+    ? await target.storeKeys.page({
+        limit: options.limit,
+        after: options.after,
+        plan: options.plan,
+      })
+    : undefined
+  const storeRows = (page?.items ?? []).map((item) => ({
+    id: item.keyId,
+    name: item.name,
+    plan: StoreKeyAdmin.label(item),
+    planId: '',
+    enabled: item.enabled,
+    createdDate: new Date(item.createdAt),
+    limits: { perMinute: item.perMinute, perDay: item.perDay },
+    disableAfter: item.disableAfter,
+    kind: 'store' as const,
+  }))
+  return {
+    rows: [...consoleRows, ...storeRows],
+    otherKeys: consoleKeys.otherKeys,
+    next: page?.next,
+  }
+}
+
 /** `list`: the stage's keys, with TODAY and suspensions as the rate limiter has them. */
-export const listCommand = async ({ target, out }: CommandCall): Promise<void> => {
-  const { rows, otherKeys } = await target.admin.listKeys()
+export const listCommand = async (call: CommandCall): Promise<void> => {
+  const { target, out } = call
+  const { rows, otherKeys, next } = await listedRows(call)
   const { counts, suspended, unavailable } = await todayCounts(
     target,
     rows.map((row) => row.id),
@@ -153,6 +232,9 @@ export const listCommand = async ({ target, out }: CommandCall): Promise<void> =
   if (otherKeys > 0) {
     out.say(`${otherKeys} other key(s) in this Region are on no plan of stage ${target.stage}`)
   }
+  if (next !== undefined) {
+    out.say(`more store keys: ${out.keysCommand} list --store --after ${next}`)
+  }
   if (unavailable !== undefined) out.say(`TODAY and suspensions are not shown: ${unavailable}`)
 }
 
@@ -161,10 +243,10 @@ export const enabledCommand =
   (enabled: boolean) =>
   async (call: CommandCall): Promise<void> => {
     const { target, out } = call
-    const result = await target.admin.setEnabled(
-      idArg(call, enabled ? 'enable' : 'disable'),
-      enabled,
-    )
+    const id = idArg(call, enabled ? 'enable' : 'disable')
+    const result = isStoreKey(call)
+      ? await storeKeysOf(call).setEnabled(id, enabled)
+      : await target.admin.setEnabled(id, enabled)
     const { suspended, warning } =
       enabled && result.works ? await suspensionOf(target, result.id) : { suspended: false }
     emit(call, { ...result, enabled, suspended })
@@ -180,14 +262,20 @@ export const enabledCommand =
   }
 
 export const revokeCommand = async (call: CommandCall): Promise<void> => {
-  const result = await call.target.admin.revoke(idArg(call, 'revoke'))
+  const id = idArg(call, 'revoke')
+  const result = isStoreKey(call)
+    ? await storeKeysOf(call).revoke(id)
+    : await call.target.admin.revoke(id)
   emit(call, result)
   call.out.say(`revoked (deleted) key ${result.id}: it gets 401 now`)
 }
 
 export const moveCommand = async (call: CommandCall): Promise<void> => {
   const { target, values, out } = call
-  const result = await target.admin.move(idArg(call, 'move'), selectorOf(values))
+  const id = idArg(call, 'move')
+  const result = isStoreKey(call)
+    ? await storeKeysOf(call).move(id, selectorOf(values))
+    : await target.admin.move(id, selectorOf(values))
   const { suspended, warning } = result.works
     ? await suspensionOf(target, result.id)
     : { suspended: false, warning: undefined }
@@ -206,10 +294,14 @@ export const moveCommand = async (call: CommandCall): Promise<void> => {
 export const rotateCommand = async (call: CommandCall): Promise<void> => {
   const { target, values, out } = call
   const overlap = stringOption(values, 'overlap')
-  const result = await target.admin.rotate(idArg(call, 'rotate'), {
+  const options = {
     onCreated: valuePrinter(call),
     ...(overlap === undefined ? {} : { overlapMs: parseDuration(overlap) }),
-  })
+  }
+  const id = idArg(call, 'rotate')
+  const result = isStoreKey(call)
+    ? await storeKeysOf(call).rotate(id, options)
+    : await target.admin.rotate(id, options)
   out.say(
     `created key ${result.created.id} on ${result.created.plan}: it works now. Key ${result.oldId} works ${
       result.disableAfter

@@ -6,6 +6,7 @@ import {
   enabledCommand,
   heldCommand,
   listCommand,
+  listOptionsOf,
   moveCommand,
   PLAN_SUBCOMMANDS,
   parseDuration,
@@ -49,16 +50,22 @@ export const KEYS_COMMANDS: readonly KeysCommand[] = [
   {
     name: 'create',
     usage: [
-      `create --plan <${PLAN_NAMES.join('|')}> | --customer <name>  [--name <name>]`,
-      'create a key on a plan, print it once it works',
+      `create --plan <${PLAN_NAMES.join('|')}> | --customer <name>  [--name <name>] [--store]`,
+      "create a key on a plan, print it once it works; --store: a store key, kept only in the stage's own store (beyond API Gateway's 10,000 keys per Region)",
     ],
     run: createCommand,
     check: checkSelector,
   },
   {
     name: 'list',
-    usage: ['list', "keys of the stage: plan, enabled, created, today's use, suspensions"],
+    usage: [
+      'list [--store] [--plan <plan>] [--limit N] [--after <id>]',
+      "keys of the stage: plan, enabled, created, today's use, suspensions; store keys a page at a time (100, or --limit), --after the id a page ended on",
+    ],
     run: listCommand,
+    check: (values) => {
+      listOptionsOf(values)
+    },
   },
   {
     name: 'disable',

@@ -44,6 +44,9 @@ const OPTIONS = {
   from: { type: 'string' },
   to: { type: 'string' },
   month: { type: 'string' },
+  store: { type: 'boolean' },
+  limit: { type: 'string' },
+  after: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const
 

@@ -1,8 +1,11 @@
 import type { KeyDayUsage } from '#keys/key-usage-repository.ts'
 import type { StageTarget } from '#ops/keys/stage-target-resolver.ts'
+import { isStoreKeyId } from '#shared/auth/project-key.ts'
+import type { StoreKeyItem } from '#shared/data/store-key-item.ts'
 import { SUSPENSION_RECHECK_MS } from '#shared/rate-limit/rate-limiter.ts'
 import { KeyAdminError } from './key-admin-error.ts'
 import type { KeyRow } from './key-admin-service.ts'
+import { storeKeysOf } from './keys-change-commands.ts'
 import {
   type CommandCall,
   isoUtc,
@@ -13,6 +16,7 @@ import {
   UsageError,
   utcDay,
 } from './keys-command-call.ts'
+import { StoreKeyAdmin } from './store-key-admin.ts'
 
 /**
  * What support runs for a customer (docs/operations.md, "Support runbook"): `keys show`, `keys
@@ -49,6 +53,45 @@ export const findKey = (rows: KeyRow[], idOrName: string, stage: string): KeyRow
     )
   }
   throw new KeyAdminError(`No key ${idOrName} on a plan of stage ${stage}`)
+}
+
+/** A store key as a row of the listing (it has no usage plan of API Gateway: `planId` is empty). */
+const storeRow = (item: StoreKeyItem): KeyRow & { kind: 'store' } => ({
+  id: item.keyId,
+  name: item.name,
+  plan: StoreKeyAdmin.label(item),
+  planId: '',
+  enabled: item.enabled,
+  createdDate: new Date(item.createdAt),
+  limits: { perMinute: item.perMinute, perDay: item.perDay },
+  disableAfter: item.disableAfter,
+  kind: 'store',
+})
+
+/**
+ * A key of the stage by id or name: a store key by its id (`s-…`: one read of its table), an API
+ * Gateway key by id, or by a name only one such key has.
+ */
+export const keyRowOf = async (
+  target: StageTarget,
+  idOrName: string,
+): Promise<KeyRow & { kind: 'console' | 'store' }> => {
+  if (isStoreKeyId(idOrName)) return storeRow(await storeKeysOf({ target }).key(idOrName))
+  const { rows } = await target.admin.listKeys()
+  return { ...findKey(rows, idOrName, target.stage), kind: 'console' }
+}
+
+/** Every store key's name and plan, page by page (the month export's rows name them). */
+const storeKeyNames = async (target: StageTarget) => {
+  const names = new Map<string, KeyRow>()
+  if (!target.storeKeys) return names
+  let after: string | undefined
+  do {
+    const page = await target.storeKeys.page({ limit: 1_000, after })
+    for (const item of page.items) names.set(item.keyId, storeRow(item))
+    after = page.next
+  } while (after !== undefined)
+  return names
 }
 
 /** Today's admitted requests and running suspensions per key, or why they could not be read. */
@@ -114,8 +157,7 @@ const notInMirror = async (target: StageTarget, key: KeyRow): Promise<string | u
 }
 
 const showCommand = async ({ target, args, out }: CommandCall) => {
-  const { rows } = await target.admin.listKeys()
-  const key = findKey(rows, supportIdArg(args, 'show'), target.stage)
+  const key = await keyRowOf(target, supportIdArg(args, 'show'))
   const state = await target.usage.state(key.id)
   const now = Date.now()
   const overlapOver = key.disableAfter !== undefined && Date.parse(key.disableAfter) <= now
@@ -125,12 +167,13 @@ const showCommand = async ({ target, args, out }: CommandCall) => {
       ? 'its plan is refused by the key sync: 401'
       : overlapOver
         ? `its rotation overlap ended ${key.disableAfter}: 401`
-        : ((await notInMirror(target, key)) ??
+        : ((key.kind === 'store' ? undefined : await notInMirror(target, key)) ??
           (state.suspendedUntil !== undefined
             ? `suspended until ${isoUtc(state.suspendedUntil)}: 429 key_suspended (${out.keysCommand} lift ${key.id} ends it)`
             : undefined))
   const document = {
     id: key.id,
+    kind: key.kind,
     name: key.name,
     stage: target.stage,
     plan: key.plan,
@@ -188,8 +231,7 @@ const waitUntil = async (at: number, signal: AbortSignal | undefined): Promise<b
  * this CLI does once the key mirror shows it.
  */
 const liftCommand = async ({ target, args, out, signal }: CommandCall) => {
-  const { rows } = await target.admin.listKeys()
-  const key = findKey(rows, supportIdArg(args, 'lift'), target.stage)
+  const key = await keyRowOf(target, supportIdArg(args, 'lift'))
   const wouldEnd = await target.usage.lift(key.id)
   const seconds = SUSPENSION_RECHECK_MS / 1000
   if (wouldEnd === undefined) {
@@ -308,9 +350,10 @@ const usageCommand = async ({ target, args, values, out }: CommandCall) => {
   const format = values.csv ? 'csv' : out.json ? 'json' : 'table'
   checkUsageOptions(values, args)
   const month = stringOption(values, 'month')
-  const { rows: keys } = await target.admin.listKeys()
   if (month !== undefined) {
-    const byId = new Map(keys.map((key) => [key.id, key]))
+    const { rows: keys } = await target.admin.listKeys()
+    const byId = await storeKeyNames(target)
+    for (const key of keys) byId.set(key.id, key)
     const rows = (await target.usage.month(month)).map((row) => ({
       ...row,
       // A key revoked since keeps its usage; API Gateway no longer knows its name or plan.
@@ -323,7 +366,7 @@ const usageCommand = async ({ target, args, values, out }: CommandCall) => {
     )
     return
   }
-  const key = findKey(keys, args[0] as string, target.stage)
+  const key = await keyRowOf(target, args[0] as string)
   const range = historyRange(values, key.createdDate)
   const days = range.before ? [] : await target.usage.days(key.id, range.from, range.to)
   printUsage(

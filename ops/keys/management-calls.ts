@@ -10,6 +10,7 @@ import { type CallPacer, unpaced } from '#keys/call-pacer.ts'
 import { shownArgument } from '#keys/key-value-mask.ts'
 import { PAGE_SIZE, readWholeListing } from '#keys/management-listing.ts'
 import type { StageOutputs } from '#ops/stage/stack-outputs-reader.ts'
+import type { MacSecrets } from '#shared/auth/project-key.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
 import { causeOf, Interrupted, isThrottled, KeyAdminError } from './key-admin-error.ts'
 import { permissionAdvice } from './management-permissions-config.ts'
@@ -29,6 +30,12 @@ export interface KeyAdminOptions {
   /** How long a command waits for the key mirror to show its change. */
   mirrorWaitMs?: number
   /**
+   * The stage's MAC secrets, which every key the CLI makes carries (shared/auth/project-key.ts):
+   * read once, when a command first makes a key (Secrets Manager on AWS, the local control plane's
+   * `/_local/key-mac` locally).
+   */
+  macSecrets: () => Promise<MacSecrets>
+  /**
    * The keys CLI's command line for this stage, which messages name for a fix by hand
    * (`npm run keys -- --stage production`); default `npm run keys --`.
    */
@@ -44,6 +51,18 @@ export interface KeyAdminOptions {
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
+// A read made at most once (a failed one is tried again on the next call).
+const once = <T>(read: () => Promise<T>): (() => Promise<T>) => {
+  let pending: Promise<T> | undefined
+  return () => {
+    pending ??= read().catch((error: unknown) => {
+      pending = undefined
+      throw error
+    })
+    return pending
+  }
+}
+
 /**
  * The stage a keys command works on and what its management calls share, resolved once from
  * KeyAdminOptions: the one record a command's parts read (ManagementCalls.context).
@@ -58,6 +77,7 @@ export interface ManagementContext {
   readonly clock: Clock
   readonly sleep: (ms: number) => Promise<void>
   readonly mirrorWaitMs: number
+  readonly macSecrets: () => Promise<MacSecrets>
   /** The keys CLI's command line for this stage (KeyAdminOptions.keysCommand). */
   readonly keysCommand: string
   readonly warn: (message: string) => void
@@ -74,6 +94,7 @@ const managementContext = (options: KeyAdminOptions): ManagementContext => ({
   clock: options.clock ?? systemClock,
   sleep: options.sleep ?? defaultSleep,
   mirrorWaitMs: options.mirrorWaitMs ?? 90_000,
+  macSecrets: once(options.macSecrets),
   keysCommand: options.keysCommand ?? 'npm run keys --',
   warn: options.warn ?? (() => undefined),
   signal: options.signal,

@@ -1,5 +1,6 @@
 import { GetUsagePlansCommand, type UsagePlan } from '@aws-sdk/client-api-gateway'
 import { PAGE_SIZE } from '#keys/management-listing.ts'
+import { isPoolPlan } from '#keys/usage-plans-config.ts'
 import {
   PLAN_NAMES,
   type PlanFromTags,
@@ -45,7 +46,7 @@ export const ceilingWarnings = ({
 }): string[] => [
   ...(apiKeys >= CEILINGS.apiKeys * CEILING_WARNING_SHARE
     ? [
-        `${apiKeys.toLocaleString('en-US')} API keys in this Region of API Gateway's ${CEILINGS.apiKeys.toLocaleString('en-US')}, a quota AWS does not raise: revoke unused keys, or plan a second account or Region (docs/operations.md#ceilings)`,
+        `${apiKeys.toLocaleString('en-US')} API keys in this Region of API Gateway's ${CEILINGS.apiKeys.toLocaleString('en-US')}, a quota AWS does not raise ("Quotas for configuring and running a REST API in API Gateway"): make new keys store keys (create --store: any number, never in API Gateway), revoke unused keys (docs/operations.md#ceilings)`,
       ]
     : []),
   ...(usagePlans >= CEILINGS.usagePlans * CEILING_WARNING_SHARE
@@ -55,7 +56,9 @@ export const ceilingWarnings = ({
     : []),
 ]
 
+/** A customer plan of the stage: attached to it, and not the pool plan of its store keys. */
 const onStage = (calls: ManagementCalls, plan: UsagePlan): boolean => {
+  if (isPoolPlan(plan.tags)) return false
   return (plan.apiStages ?? []).some(
     (stage) =>
       stage.apiId === calls.context.outputs.restApiId &&
@@ -124,7 +127,7 @@ export const checkCeilings = (
 ) => {
   if (adding === 'key' && counts.apiKeys >= CEILINGS.apiKeys) {
     throw new KeyAdminError(
-      `This Region has ${CEILINGS.apiKeys.toLocaleString('en-US')} API keys, API Gateway's ceiling, which AWS does not raise: revoke unused keys first (docs/operations.md#ceilings)`,
+      `This Region has ${CEILINGS.apiKeys.toLocaleString('en-US')} API keys, API Gateway's ceiling, which AWS does not raise: make it a store key (${calls.context.keysCommand} create --store ...), or revoke unused keys first (docs/operations.md#ceilings)`,
     )
   }
   if (adding === 'plan' && counts.usagePlans >= CEILINGS.usagePlans) {

@@ -3,7 +3,7 @@ import { isThrottlingError } from '@smithy/service-error-classification'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import type { HeldRemoval, KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
-import type { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import type { KeyMirrorReader } from '#shared/data/key-mirror-reader.ts'
 import type { HeldRemovals } from './held-removals-command.ts'
 import { refusingRedirects } from './no-redirect-fetch.ts'
 
@@ -188,7 +188,7 @@ export interface AwsStageSyncOptions {
   /** The stack output KeySyncFunctionName. */
   functionName: string
   /** The repository over the stack output KeyMirrorTableName. */
-  mirror: Pick<KeyMirrorRepository, 'get'>
+  mirror: Pick<KeyMirrorReader, 'get'>
   /** The stack output KeyMirrorTableName (named in errors). */
   tableName: string
   /** The key sync's state in the same table (`keys held`). */

@@ -1,9 +1,11 @@
 import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
 import { CloudFormationClient } from '@aws-sdk/client-cloudformation'
 import { LambdaClient } from '@aws-sdk/client-lambda'
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager'
 import { TokenBucketPacer } from '#keys/call-pacer.ts'
 import { KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
 import { localControlAccess, MANAGEMENT_API_PATH } from '#keys/local-control-config.ts'
+import { StoreKeyRepository } from '#keys/store-key-repository.ts'
 import type { HeldRemovals } from '#ops/keys/held-removals-command.ts'
 import { KeyAdminError } from '#ops/keys/key-admin-error.ts'
 import { CLI_CALL_RATE, KeyAdmin } from '#ops/keys/key-admin-service.ts'
@@ -14,6 +16,13 @@ import {
   unavailableKeyUsage,
 } from '#ops/keys/key-usage-client.ts'
 import { AwsStageSync, LocalStageSync, type StageSync } from '#ops/keys/stage-sync-client.ts'
+import type { StoreKeyAdmin } from '#ops/keys/store-key-admin.ts'
+import {
+  deployedMacSecrets,
+  localMacSecrets,
+  localStoreKeys,
+  unavailableMacSecrets,
+} from '#ops/keys/store-key-client.ts'
 import {
   readStackOutputs,
   type StageOutputs,
@@ -21,7 +30,7 @@ import {
 } from '#ops/stage/stack-outputs-reader.ts'
 import { isStageName, STAGE_NAMES } from '#shared/config/stages-config.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
-import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { KeyMirrorReader } from '#shared/data/key-mirror-reader.ts'
 
 /**
  * Where a keys command goes: the local server's control plane by default, or a deployed stage
@@ -36,6 +45,8 @@ export interface StageTarget {
   heldRemovals?: HeldRemovals
   /** The rate limiter's counts and suspensions (keys show, lift, usage, list's TODAY). */
   usage: KeyUsageReader
+  /** The stage's store keys; undefined for a stage deployed before it had a store key table. */
+  storeKeys: StoreKeyAdmin | undefined
   /** Releases the SDK clients' connections. */
   close(): void
 }
@@ -92,6 +103,7 @@ const openLocal = async (
     mirrorWaitMs: 10_000,
     keysCommand,
     warn,
+    macSecrets: localMacSecrets(origin, access.fetch),
     ...(signal ? { signal } : {}),
   })
   const usage = localKeyUsage(origin, access.fetch)
@@ -100,6 +112,7 @@ const openLocal = async (
     outputs,
     admin,
     usage,
+    storeKeys: admin.storeKeys(localStoreKeys(origin, access.fetch)),
     heldRemovals: sync,
     close: () => client.destroy(),
   }
@@ -109,7 +122,7 @@ const openLocal = async (
 export type DeployedSyncFactory = (parts: {
   outputs: StageOutputs
   lambda: LambdaClient
-  mirror: KeyMirrorRepository
+  mirror: KeyMirrorReader
   state?: KeySyncStateRepository
 }) => StageSync
 
@@ -136,12 +149,13 @@ export const openDeployedStage = async (
   const api = new APIGatewayClient({ ...config, maxAttempts: 5 })
   const lambda = new LambdaClient(config)
   const documentClient = createDocumentClient(config)
+  const secrets = new SecretsManagerClient(config)
   const close = () => {
-    for (const client of [cloudFormation, api, lambda, documentClient]) client.destroy()
+    for (const client of [cloudFormation, api, lambda, documentClient, secrets]) client.destroy()
   }
   try {
     const outputs = await readStackOutputs(cloudFormation, stage)
-    const mirror = new KeyMirrorRepository({
+    const mirror = new KeyMirrorReader({
       client: documentClient,
       tableName: outputs.keyMirrorTableName as string,
     })
@@ -159,6 +173,12 @@ export const openDeployedStage = async (
       pacer: new TokenBucketPacer(CLI_CALL_RATE),
       keysCommand,
       warn,
+      macSecrets:
+        outputs.keyMacSecretArn && outputs.keyMacVersion
+          ? deployedMacSecrets(secrets, outputs.keyMacSecretArn, outputs.keyMacVersion)
+          : unavailableMacSecrets(
+              `The data stack of ${stage} has no output KeyMacSecretArn: deploy the stage first (keys the CLI makes carry the stage's MAC)`,
+            ),
       ...(signal ? { signal } : {}),
     })
     const usage = outputs.rateLimitTableName
@@ -171,6 +191,14 @@ export const openDeployedStage = async (
       outputs,
       admin,
       usage,
+      storeKeys: outputs.storeKeyTableName
+        ? admin.storeKeys(
+            new StoreKeyRepository({
+              client: documentClient,
+              tableName: outputs.storeKeyTableName,
+            }),
+          )
+        : undefined,
       close,
       ...(sync instanceof AwsStageSync ? { heldRemovals: sync } : {}),
     }

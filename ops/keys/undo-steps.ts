@@ -87,7 +87,7 @@ export const newKeyOn = async (
         name,
         enabled: true,
         tags,
-        value: newApiKeyValue(planNameOf(plan)),
+        value: newApiKeyValue(await calls.context.macSecrets()),
       }),
     )
     if (!key.id || !key.value) throw new Error('CreateApiKey answered without an id or value')

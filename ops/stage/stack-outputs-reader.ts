@@ -21,6 +21,11 @@ export interface StageOutputs {
   rateLimitTableName?: string
   /** The largest per-minute limit a plan may have (the API stack's LargestPlanPerMinute). */
   largestPlanPerMinute?: number
+  /** The store key table (the data stack's StoreKeyTableName): keys beyond API Gateway's. */
+  storeKeyTableName?: string
+  /** The current key MAC secret and its version (the data stack's KeyMacSecretArn, KeyMacVersion). */
+  keyMacSecretArn?: string
+  keyMacVersion?: number
 }
 
 const regionOf = async (client: CloudFormationClient): Promise<string | undefined> => {
@@ -133,6 +138,11 @@ export const readStackOutputs = async (
     keyMirrorTableName,
     ...(dataOutputs.RateLimitTableName
       ? { rateLimitTableName: dataOutputs.RateLimitTableName }
+      : {}),
+    ...(dataOutputs.StoreKeyTableName ? { storeKeyTableName: dataOutputs.StoreKeyTableName } : {}),
+    ...(dataOutputs.KeyMacSecretArn ? { keyMacSecretArn: dataOutputs.KeyMacSecretArn } : {}),
+    ...(/^[1-9]\d?$/.test(dataOutputs.KeyMacVersion ?? '')
+      ? { keyMacVersion: Number(dataOutputs.KeyMacVersion) }
       : {}),
   }
 }

@@ -1,6 +1,5 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda'
 import { isPlanName, type PlanLimits, type PlanName } from '#shared/config/plans-config.ts'
-import type { ApiKeyRecord } from './key-store.ts'
 
 /**
  * The authorizer's context as API Gateway hands it to the functions
@@ -13,17 +12,23 @@ export interface AuthorizerContext {
   perDay: number
 }
 
+/**
+ * The caller: what a key stands for, one shape end to end. KeyStore.lookup returns it, the
+ * authorizer flattens it into its context (toAuthorizerContext) and every function reads it back
+ * (readKeyContext). `keyId` is never secret: API Gateway's key id, or a store key's `s-…` id.
+ */
 export interface KeyContext {
   keyId: string
   plan: PlanName
+  /** Per-customer limits (e.g. an Enterprise plan of its own); the plan's limits otherwise. */
   limits: PlanLimits
 }
 
-export const toAuthorizerContext = (record: ApiKeyRecord): AuthorizerContext => ({
-  keyId: record.id,
-  plan: record.plan,
-  perMinute: record.limits.perMinute,
-  perDay: record.limits.perDay,
+export const toAuthorizerContext = ({ keyId, plan, limits }: KeyContext): AuthorizerContext => ({
+  keyId,
+  plan,
+  perMinute: limits.perMinute,
+  perDay: limits.perDay,
 })
 
 /**

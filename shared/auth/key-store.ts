@@ -1,24 +1,19 @@
 import { createHash } from 'node:crypto'
-import type { PlanLimits, PlanName } from '#shared/config/plans-config.ts'
+import type { KeyContext } from './key-context.ts'
 
-/** What the authorizer learns about a valid key. The key itself never leaves the authorizer. */
-export interface ApiKeyRecord {
-  /** Stable, non-secret id: API Gateway's key id on AWS, a hash prefix locally. */
-  id: string
-  plan: PlanName
-  /** Per-customer limits (e.g. an Enterprise plan of its own); the plan's limits otherwise. */
-  limits: PlanLimits
-}
-
-/** Port the authorizer validates keys against: the local key store, or the stage's key mirror on AWS. */
+/**
+ * Port the authorizer validates keys against (functions/authorizer/stage-key-store.ts on AWS and
+ * locally: the stage's key mirror for API Gateway keys, its store key table for store keys).
+ */
 export interface KeyStore {
   /**
-   * The record of an enabled key, or undefined for a missing, unknown or revoked one. Each
-   * stage has its own store (on AWS its own key mirror table), so no scope is passed.
+   * The caller a key stands for (its key id, plan and limits: the one shape the authorizer hands
+   * every function), or undefined for a missing, unknown, forged, disabled or revoked key. Each
+   * stage has its own store, so no scope is passed.
    */
-  lookup(key: string): Promise<ApiKeyRecord | undefined>
+  lookup(key: string): Promise<KeyContext | undefined>
 }
 
-/** A short hash for logs and local key ids: identifies a key without revealing it. */
+/** A short hash for logs: identifies a key without revealing it. */
 export const keyFingerprint = (key: string): string =>
   createHash('sha256').update(key).digest('hex').slice(0, 12)

@@ -78,6 +78,17 @@ export const keyMirrorTableDefinition = (tableName: string): CreateTableCommandI
   stringKeyTable(tableName, KEY_MIRROR_TABLE.partitionKey)
 
 /**
+ * Store keys: keys that live only in the project's store, beyond API Gateway's 10,000 per account
+ * and Region. One item per key, keyed by its id (`s-` and 10 letters and digits, carried in the
+ * key's value), holding the SHA-256 of the value, never the value (store-key-item.ts). The
+ * authorizer reads one item by id; the keys CLI writes them. The key sync never touches it.
+ */
+export const STORE_KEY_TABLE = { partitionKey: 'keyId' } as const
+
+export const storeKeyTableDefinition = (tableName: string): CreateTableCommandInput =>
+  stringKeyTable(tableName, STORE_KEY_TABLE.partitionKey)
+
+/**
  * Idempotency records of createPet: one item per (API key, Idempotency-Key), keyed by the SHA-256
  * (hex) of both (see shared/data/idempotency-repository.ts), removed by DynamoDB TTL on
  * `expiresAt` (Unix seconds) once the 24-hour window has passed.

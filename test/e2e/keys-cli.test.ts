@@ -64,8 +64,8 @@ describe('npm run keys, locally', () => {
     expect(result.code, result.output).toBe(0)
     const key = result.stdout.trim()
     expect(result.stdout).toBe(`${key}\n`)
-    // Its plan first, as the first start's keys and the README show them.
-    expect(key).toMatch(/^pro-[A-Za-z0-9]{32}$/)
+    // A project key with the stage's MAC, as the first start's keys and the README show them.
+    expect(key).toMatch(/^pkg1_[A-Za-z0-9]{32}_[0-9a-f]{32}$/)
     expect(result.output).toMatch(/created key \w+ "alice" on pro \(300\/minute, 10000\/day\)/)
     const first = await apiClient(server.baseUrl, key).get('/pets?limit=1')
     expect(first.status).toBe(200)

@@ -1,5 +1,6 @@
 import type { Template } from 'aws-cdk-lib/assertions'
 import { describe, expect, it } from 'vitest'
+import { POOL_PLAN_TAG } from '#keys/usage-plans-config.ts'
 import { BEARER_CHALLENGE, BEARER_TOKEN_VALIDATION_PATTERN } from '#shared/auth/bearer-token.ts'
 import { DEFAULT_ENTERPRISE_LIMITS, PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
@@ -17,8 +18,12 @@ import {
 const production = appStage('production').api
 const staging = appStage('staging').api
 
-const only = (template: Template, type: string): [string, CfnResource] => {
-  const found = resourcesOf(template, type)
+const only = (
+  template: Template,
+  type: string,
+  named: (logicalId: string) => boolean = () => true,
+): [string, CfnResource] => {
+  const found = resourcesOf(template, type).filter(([logicalId]) => named(logicalId))
   expect(found).toHaveLength(1)
   return found[0] as [string, CfnResource]
 }
@@ -218,12 +223,26 @@ describe('gateway responses', () => {
 
 const plansOf = (template: Template) =>
   new Map(
-    resourcesOf(template, 'AWS::ApiGateway::UsagePlan').map(([, plan]) => {
-      const props = propsOf(plan)
-      const tags = props.Tags as { Key: string; Value: string }[]
-      return [tags.find((tag) => tag.Key === PLAN_TAGS.plan)?.Value, props]
-    }),
+    resourcesOf(template, 'AWS::ApiGateway::UsagePlan')
+      .map(([, plan]) => {
+        const props = propsOf(plan)
+        const tags = props.Tags as { Key: string; Value: string }[]
+        return [tags.find((tag) => tag.Key === PLAN_TAGS.plan)?.Value, props] as const
+      })
+      // The pool plan of store keys has no plan tag (below).
+      .filter(([plan]) => plan !== undefined),
   )
+
+/** The pool plan store keys are metered under, and its one key. */
+const poolOf = (template: Template) => {
+  const [pool, ...others] = resourcesOf(template, 'AWS::ApiGateway::UsagePlan').filter(([, plan]) =>
+    (propsOf(plan).Tags as { Key: string; Value: string }[]).some(
+      (tag) => tag.Key === POOL_PLAN_TAG.key && tag.Value === POOL_PLAN_TAG.value,
+    ),
+  )
+  expect(others).toEqual([])
+  return pool as [string, CfnResource]
+}
 
 /** Each plan's `petstore:*` tags (the stack's own tags, e.g. petstore:stage, aside). */
 const tagsOfPlans = (template: Template) =>
@@ -237,6 +256,50 @@ const tagsOfPlans = (template: Template) =>
       ),
     ]),
   )
+
+describe('the pool of store keys', () => {
+  it.each([
+    ['staging', () => staging],
+    ['production', () => production],
+  ] as const)(
+    '%s: one plan with neither throttle nor quota, never refusing before the stage throttle',
+    (stage, template) => {
+      const [, plan] = poolOf(template())
+      expect(propsOf(plan).UsagePlanName).toBe(`petstore-${stage}-store-keys`)
+      expect(propsOf(plan).Throttle).toBeUndefined()
+      expect(propsOf(plan).Quota).toBeUndefined()
+      expect(propsOf(plan).ApiStages).toHaveLength(1)
+    },
+  )
+
+  it('has one pool key on it, its value a secret generated at deploy time and given to the authorizer alone', () => {
+    for (const template of [staging, production]) {
+      const [poolPlanId] = poolOf(template)
+      const [keyId, key] = only(template, 'AWS::ApiGateway::ApiKey')
+      const [secretId, secret] = only(template, 'AWS::SecretsManager::Secret', (id) =>
+        id.startsWith('ApiPoolKeySecret'),
+      )
+      expect(propsOf(secret).GenerateSecretString).toMatchObject({ PasswordLength: 40 })
+      expect(JSON.stringify(propsOf(key).Value)).toContain(`${secretId}`)
+      expect(JSON.stringify(propsOf(key).Value)).toContain('{{resolve:secretsmanager:')
+      expect(propsOf(only(template, 'AWS::ApiGateway::UsagePlanKey')[1])).toEqual({
+        KeyId: { Ref: keyId },
+        KeyType: 'API_KEY',
+        UsagePlanId: { Ref: poolPlanId },
+      })
+      const holders = resourcesOf(template, 'AWS::Lambda::Function').filter(([, fn]) =>
+        JSON.stringify(propsOf(fn).Environment ?? {}).includes(`${secretId}`),
+      )
+      expect(
+        holders.map(
+          ([, fn]) =>
+            (propsOf(fn).Environment as { Variables: Record<string, unknown> }).Variables
+              .POWERTOOLS_SERVICE_NAME,
+        ),
+      ).toEqual(['authorizer'])
+    }
+  })
+})
 
 describe('usage plans', () => {
   // docs/rate-limits-and-keys.md: burst 2 x per-minute, rate per-minute / 30, quota 3 x per-day.

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { KEY_MAC_VERSIONS } from '#infra/config/key-mac-config.ts'
 import {
   IDEMPOTENCY_TABLE,
   idempotencyTableDefinition,
@@ -7,13 +8,14 @@ import {
   petTableDefinition,
   RATE_LIMIT_TABLE,
   rateLimitTableDefinition,
+  storeKeyTableDefinition,
 } from '#shared/data/table-keys.ts'
 import { appStage, type CfnResource, propsOf, resourcesOf } from './support/synth-app.ts'
 
-/** The four tables of a stage, found by the construct ids the data stack gives them. */
+/** The five tables of a stage, found by the construct ids the data stack gives them. */
 const tablesOf = (stage: 'staging' | 'production') => {
   const tables = resourcesOf(appStage(stage).data, 'AWS::DynamoDB::Table')
-  expect(tables).toHaveLength(4)
+  expect(tables).toHaveLength(5)
   const byId = (prefix: string) => {
     const found = tables.filter(([logicalId]) => logicalId.startsWith(prefix))
     expect(found).toHaveLength(1)
@@ -24,6 +26,7 @@ const tablesOf = (stage: 'staging' | 'production') => {
     rateLimits: byId('RateLimitTable'),
     idempotency: byId('IdempotencyTable'),
     keyMirror: byId('KeyMirrorTable'),
+    storeKeys: byId('StoreKeyTable'),
   }
 }
 
@@ -112,6 +115,36 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
     expect(propsOf(keyMirror).TimeToLiveSpecification).toBeUndefined()
   })
 
+  it('store key table: on demand, encrypted, keyed by the key id the key carries, no index', () => {
+    const { storeKeys } = tablesOf(stage)
+    expect(propsOf(storeKeys)).toMatchObject({
+      BillingMode: 'PAY_PER_REQUEST',
+      KeySchema: storeKeyTableDefinition('any').KeySchema,
+      AttributeDefinitions: storeKeyTableDefinition('any').AttributeDefinitions,
+      SSESpecification: { SSEEnabled: true },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    })
+    expect(propsOf(storeKeys).KeySchema).toEqual([{ AttributeName: 'keyId', KeyType: 'HASH' }])
+    expect(propsOf(storeKeys).GlobalSecondaryIndexes).toBeUndefined()
+    expect(propsOf(storeKeys).TableName).toBeUndefined()
+  })
+
+  it('makes one key MAC secret per version in use, generated at deploy time, and publishes the current one', () => {
+    const secrets = resourcesOf(appStage(stage).data, 'AWS::SecretsManager::Secret')
+    expect(secrets.map(([logicalId]) => logicalId.replace(/[0-9A-F]{8}$/, ''))).toEqual(
+      KEY_MAC_VERSIONS.map((version) => `KeyMacSecretV${version}`),
+    )
+    for (const [, secret] of secrets) {
+      expect(propsOf(secret)).toMatchObject({
+        GenerateSecretString: { PasswordLength: 64, ExcludePunctuation: true },
+      })
+      expect(propsOf(secret).SecretString).toBeUndefined()
+    }
+    const outputs = appStage(stage).data.toJSON().Outputs as Record<string, { Value: unknown }>
+    expect(outputs.KeyMacVersion?.Value).toBe(String(KEY_MAC_VERSIONS.at(-1)))
+    expect(outputs.KeyMacSecretArn?.Value).toEqual({ Ref: secrets.at(-1)?.[0] })
+  })
+
   it('names no table, so CloudFormation can replace one and two stages can share an account', () => {
     const { pets, rateLimits, idempotency, keyMirror } = tablesOf(stage)
     expect(propsOf(idempotency).TableName).toBeUndefined()
@@ -128,6 +161,7 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
         'RateLimitTableName',
         'IdempotencyTableName',
         'KeyMirrorTableName',
+        'StoreKeyTableName',
       ]),
     )
   })
@@ -136,7 +170,9 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
     const types = Object.values(
       appStage(stage).data.toJSON().Resources as Record<string, CfnResource>,
     ).map((resource) => resource.Type)
-    expect(types).toEqual(Array(4).fill('AWS::DynamoDB::Table'))
+    expect(types.filter((type) => type !== 'AWS::SecretsManager::Secret')).toEqual(
+      Array(5).fill('AWS::DynamoDB::Table'),
+    )
   })
 })
 
@@ -172,6 +208,21 @@ describe('data retention', () => {
       DeletionProtectionEnabled: false,
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
     })
+  })
+
+  it('production keeps its store keys and their MAC secrets: nothing can rebuild them', () => {
+    const { storeKeys } = tablesOf('production')
+    expect(storeKeys.DeletionPolicy).toBe('RetainExceptOnCreate')
+    expect(storeKeys.UpdateReplacePolicy).toBe('Retain')
+    expect(propsOf(storeKeys)).toMatchObject({ DeletionProtectionEnabled: true })
+    for (const [, secret] of resourcesOf(
+      appStage('production').data,
+      'AWS::SecretsManager::Secret',
+    )) {
+      expect(secret.DeletionPolicy).toBe('RetainExceptOnCreate')
+    }
+    const staging = tablesOf('staging').storeKeys
+    expect(staging.DeletionPolicy).toBe('Delete')
   })
 
   it('the key mirror is disposable in every stage: the key sync rebuilds it every minute', () => {

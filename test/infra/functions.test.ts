@@ -134,16 +134,30 @@ describe('function configuration', () => {
       ),
     )
 
-  it('gives the authorizer the key mirror table and nothing else, in every stage', () => {
+  it('gives the authorizer its two tables and its secrets, resolved at deploy time, and nothing else', () => {
     for (const stage of STAGES) {
       const env = envOf(functionByService(apiOf(stage), 'authorizer')[1])
       expect(env).toMatchObject({
         POWERTOOLS_SERVICE_NAME: 'authorizer',
       })
-      expect(Object.keys(ownSettingsOf(env))).toEqual(['KEY_MIRROR_TABLE_NAME'])
+      expect(Object.keys(ownSettingsOf(env)).sort()).toEqual([
+        'KEY_MAC_SECRETS',
+        'KEY_MIRROR_TABLE_NAME',
+        'POOL_USAGE_KEY',
+        'STORE_KEY_TABLE_NAME',
+      ])
       expect(JSON.stringify(env.KEY_MIRROR_TABLE_NAME)).toMatch(
         new RegExp(`petstore-${stage}-data:.*KeyMirrorTable`),
       )
+      expect(JSON.stringify(env.STORE_KEY_TABLE_NAME)).toMatch(
+        new RegExp(`petstore-${stage}-data:.*StoreKeyTable`),
+      )
+      // Dynamic references CloudFormation resolves when it deploys the function: no Secrets
+      // Manager call on a cold start. Every MAC version in use, as <version>:<secret>.
+      const macSecrets = JSON.stringify(env.KEY_MAC_SECRETS)
+      expect(macSecrets).toContain('{{resolve:secretsmanager:')
+      expect(macSecrets).toMatch(/\[":",\["1",/)
+      expect(JSON.stringify(env.POOL_USAGE_KEY)).toContain('{{resolve:secretsmanager:')
     }
   })
 
@@ -192,7 +206,9 @@ describe('IAM: least privilege per function', () => {
             ? 'key-mirror-table'
             : text.includes('IdempotencyTable')
               ? 'idempotency-table'
-              : undefined
+              : text.includes('StoreKeyTable')
+                ? 'store-key-table'
+                : undefined
       if (table && text.includes('Fn::ImportValue'))
         return index ? `${table}/index/${index}` : table
       if (text.includes('/cache/authorizers')) {
@@ -280,11 +296,18 @@ describe('IAM: least privilege per function', () => {
     ])
   })
 
-  it.each(STAGES)('%s: the authorizer reads one key mirror item, never API Gateway', (stage) => {
-    expect(grantsOf(apiOf(stage), 'authorizer')).toEqual(
-      [...BASE, 'dynamodb:GetItem on key-mirror-table'].sort(),
-    )
-  })
+  it.each(STAGES)(
+    '%s: the authorizer reads one key mirror or store key item, never API Gateway',
+    (stage) => {
+      expect(grantsOf(apiOf(stage), 'authorizer')).toEqual(
+        [
+          ...BASE,
+          'dynamodb:GetItem on key-mirror-table',
+          'dynamodb:GetItem on store-key-table',
+        ].sort(),
+      )
+    },
+  )
 
   it.each(STAGES)('%s: the key sync reads keys and plans and rebuilds the mirror', (stage) => {
     expect(grantsOf(apiOf(stage), KEY_SYNC_OPERATION)).toEqual(
@@ -369,13 +392,24 @@ describe('bundles', () => {
    * resolves at deploy time, such as table names and the cursor key, as placeholders) and what
    * Lambda itself sets.
    */
+  /**
+   * A value as CloudFormation would resolve it: a reference becomes a placeholder, a dynamic
+   * reference to a secret a secret's shape (64 letters), a join the join of its parts.
+   */
+  const resolved = (value: unknown, name: string): string => {
+    if (typeof value === 'string') return value
+    const join = (value as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join']
+    if (!join) return `resolved-${name.toLowerCase()}`
+    const text = join[1].map((part) => resolved(part, name)).join(join[0])
+    return text.startsWith('{{resolve:secretsmanager:') ? 's'.repeat(64) : text
+  }
   const deployedEnvOf = (stage: (typeof STAGES)[number], service: string): NodeJS.ProcessEnv => ({
     PATH: process.env.PATH,
     AWS_REGION: 'eu-west-1',
     ...Object.fromEntries(
       Object.entries(envOf(functionByService(apiOf(stage), service)[1])).map(([name, value]) => [
         name,
-        typeof value === 'string' ? value : `resolved-${name.toLowerCase()}`,
+        resolved(value, name),
       ]),
     ),
     POWERTOOLS_LOG_LEVEL: 'SILENT',

@@ -2,18 +2,20 @@ import { describe, expect, it } from 'vitest'
 import { bootstrapControlPlane } from '#local/control-plane/control-plane-bootstrap.ts'
 import { ControlPlaneStore } from '#local/control-plane/control-plane-store.ts'
 import { DEFAULT_ENTERPRISE_LIMITS } from '#shared/config/plans-config.ts'
+import { TEST_MAC_SECRETS } from '#test/support/test-key-store.ts'
 import { appStage, propsOf, resourcesOf } from './support/synth-app.ts'
 
 /**
- * The local control plane's four plans are the ones a deploy makes: what staging's template
- * says of each usage plan (name, description, throttle, DAY quota, tags, one stage), with the
- * stage's name in place of `local`.
+ * The local control plane's plans are the ones a deploy makes (the four plans and the pool plan
+ * of store keys, which has neither throttle nor quota): what staging's template says of each
+ * usage plan (name, description, throttle, DAY quota, tags, one stage), with the stage's name in
+ * place of `local`.
  */
 interface CfnUsagePlan {
   UsagePlanName: string
   Description: string
-  Throttle: { BurstLimit: number; RateLimit: number }
-  Quota: { Limit: number; Period: string }
+  Throttle?: { BurstLimit: number; RateLimit: number }
+  Quota?: { Limit: number; Period: string }
   Tags: { Key: string; Value: string }[]
   ApiStages: unknown[]
 }
@@ -27,8 +29,11 @@ describe('the local usage plans', () => {
         return {
           name: props.UsagePlanName.replace('staging', 'local'),
           description: props.Description.replace('staging', 'local'),
-          throttle: { rateLimit: props.Throttle.RateLimit, burstLimit: props.Throttle.BurstLimit },
-          quota: { limit: props.Quota.Limit, period: props.Quota.Period },
+          throttle: props.Throttle && {
+            rateLimit: props.Throttle.RateLimit,
+            burstLimit: props.Throttle.BurstLimit,
+          },
+          quota: { limit: props.Quota?.Limit, period: props.Quota?.Period },
           tags: Object.fromEntries(
             props.Tags.map(({ Key, Value }) => [Key, Value === 'staging' ? 'local' : Value]),
           ),
@@ -40,6 +45,7 @@ describe('the local usage plans', () => {
       dataDir: ':memory:',
       apiKeys: [],
       enterpriseLimits: DEFAULT_ENTERPRISE_LIMITS,
+      macSecrets: TEST_MAC_SECRETS,
     })
     const local = store.usagePlans().map((plan) => ({
       name: plan.name,

@@ -241,8 +241,14 @@ describe('alarms', () => {
     const tables = tableAlarms.map((alarm) =>
       JSON.stringify(alarm.Metrics?.[1]?.MetricStat?.Metric.Dimensions),
     )
-    expect(tables).toHaveLength(4)
-    for (const table of ['IdempotencyTable', 'PetTable', 'RateLimitTable', 'KeyMirrorTable']) {
+    expect(tables).toHaveLength(5)
+    for (const table of [
+      'IdempotencyTable',
+      'PetTable',
+      'RateLimitTable',
+      'KeyMirrorTable',
+      'StoreKeyTable',
+    ]) {
       expect(tables).toContainEqual(expect.stringContaining(table))
     }
   })
@@ -250,8 +256,8 @@ describe('alarms', () => {
   it('notifies the stage topic on alarm and on recovery', () => {
     const [[topicId]] = resourcesOf(production, 'AWS::SNS::Topic') as [[string, CfnResource]]
     const alarms = alarmsOf(production)
-    // 18 stage alarms and, in production, the rollout gates: 2 per operation, 1 for the authorizer.
-    expect(alarms).toHaveLength(18 + 2 * ROUTES.length + 1)
+    // 19 stage alarms (a throttle alarm per table: five) and, in production, the rollout gates: 2 per operation, 1 for the authorizer.
+    expect(alarms).toHaveLength(19 + 2 * ROUTES.length + 1)
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([{ Ref: topicId }])
       expect(alarm.OKActions).toEqual([{ Ref: topicId }])

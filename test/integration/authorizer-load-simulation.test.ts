@@ -5,10 +5,9 @@ import { mockClient } from 'aws-sdk-client-mock'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { percentile } from '#bench/bench-stats.ts'
 import { authorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
-import { KeyMirrorStore } from '#functions/authorizer/key-mirror-store.ts'
 import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
-import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { KeyMirrorReader } from '#shared/data/key-mirror-reader.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import {
   keySyncContext,
@@ -19,11 +18,12 @@ import {
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import { FakeApiGateway, keyValueOf, planTags } from '#test/support/fake-api-gateway.ts'
 import { createKeySyncHarness } from '#test/support/key-sync-harness.ts'
+import { testKeyStore } from '#test/support/test-key-store.ts'
 import { scaled } from '#test/support/test-scale.ts'
 
 /**
  * A traffic spike on cold authorizers: INSTANCES fresh instances (each its own handler,
- * KeyMirrorStore and DynamoDB client, as separate Lambda instances would have), REQUESTS
+ * StageKeyStore and DynamoDB client, as separate Lambda instances would have), REQUESTS
  * requests of valid keys, random well-formed tokens and known-but-refused keys (disabled, or on
  * an untagged plan). Every AWS call is counted, the authorizer's cost contract: DynamoDB GetItem
  * calls only, one per request, and no API Gateway management call at all (an account-wide quota
@@ -138,7 +138,7 @@ describe('authorizer load simulation', () => {
         { step: 'initialize', name: 'countCommands' },
       )
       const handler = authorizerHandler({
-        keyStore: new KeyMirrorStore({ mirror: new KeyMirrorRepository({ client, tableName }) }),
+        keyStore: testKeyStore({ mirror: new KeyMirrorReader({ client, tableName }) }),
         logger: silentLogger,
       })
       return { client, handler }

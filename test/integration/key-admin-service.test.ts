@@ -41,6 +41,7 @@ import { stageOutputsFrom } from '#ops/stage/stack-outputs-reader.ts'
 import { DEFAULT_ENTERPRISE_LIMITS, PLAN_TAGS } from '#shared/config/plans-config.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { ROOT } from '#test/support/local-server.ts'
+import { TEST_MAC_SECRETS } from '#test/support/test-key-store.ts'
 
 /**
  * What `npm run keys` does to a stage, against the emulated control plane through the real AWS
@@ -101,6 +102,7 @@ beforeEach(async () => {
     dataDir: ':memory:',
     apiKeys: [],
     enterpriseLimits: DEFAULT_ENTERPRISE_LIMITS,
+    macSecrets: TEST_MAC_SECRETS,
   })
   server = createServer(
     createControlPlaneHandler({
@@ -136,6 +138,7 @@ const adminWith = (options: Partial<KeyAdminOptions> = {}) =>
     sync,
     stage: 'local',
     region: 'eu-west-1',
+    macSecrets: async () => TEST_MAC_SECRETS,
     clock: () => now,
     sleep,
     mirrorWaitMs: 10_000,

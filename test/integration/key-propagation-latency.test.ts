@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { authorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
-import { KeyMirrorStore } from '#functions/authorizer/key-mirror-store.ts'
-import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
-import type { KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import type {
   DiffScope,
-  KeyMirrorRepository,
+  KeyMirrorWriter,
   MirrorDiff,
   ReplaceAllResult,
-} from '#shared/data/key-mirror-repository.ts'
+} from '#keys/key-mirror-writer.ts'
+import { UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
+import type { KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
 import {
   keySyncContext,
   lambdaContext,
@@ -19,10 +18,11 @@ import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-tes
 import { FakeApiGateway, keyValueOf, planTags } from '#test/support/fake-api-gateway.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
 import { createKeySyncHarness } from '#test/support/key-sync-harness.ts'
+import { testKeyStore } from '#test/support/test-key-store.ts'
 
 /**
  * How long a key change takes to reach callers, on real components (key source, sync handler,
- * mirror and state repositories on DynamoDB, cache flusher, KeyMirrorStore, authorizer handler)
+ * mirror and state repositories on DynamoDB, cache flusher, StageKeyStore, authorizer handler)
  * with an injected clock:
  *
  * - The schedule starts a sync every SYNC_PERIOD s; a run reads API Gateway at its start and
@@ -55,16 +55,16 @@ afterAll(async () => {
 
 /** The real repository, whose writes land only when the simulated sync duration is over. */
 class SlowMirror {
-  #repository: KeyMirrorRepository | undefined
+  #repository: KeyMirrorWriter | undefined
   #held: (() => Promise<void>) | undefined
   #onHeld: (() => void) | undefined
 
-  wrap(repository: KeyMirrorRepository): this {
+  wrap(repository: KeyMirrorWriter): this {
     this.#repository = repository
     return this
   }
 
-  #real(): KeyMirrorRepository {
+  #real(): KeyMirrorWriter {
     if (!this.#repository) throw new Error('SlowMirror.wrap() was not called')
     return this.#repository
   }
@@ -144,7 +144,7 @@ const simulate = async (options: {
     wrapMirror: (real) => mirror.wrap(real),
   })
   const authorizer = authorizerHandler({
-    keyStore: new KeyMirrorStore({ mirror: repository }),
+    keyStore: testKeyStore({ mirror: repository }),
     logger: fakeLogger(),
   })
   const authorize = (keyId: string): Promise<Decision> =>

@@ -22,7 +22,7 @@ import { stageOutputsFrom } from '#ops/stage/stack-outputs-reader.ts'
 import { PLAN_DISPLAY_NAMES, PLAN_NAMES, type PlanName } from '#shared/config/plans-config.ts'
 import { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
-import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { KeyMirrorReader } from '#shared/data/key-mirror-reader.ts'
 import { DynamoRateLimiter } from '#shared/rate-limit/rate-limiter.ts'
 import { keySyncContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
 import { type InProcessServer, startInProcessServer } from '#test/support/local-server.ts'
@@ -298,7 +298,7 @@ describe('the real key sync against moto', () => {
 class InProcessSync implements StageSync {
   constructor(
     readonly handler: ReturnType<typeof deployedKeySync>['handler'],
-    readonly mirror: KeyMirrorRepository,
+    readonly mirror: KeyMirrorReader,
   ) {}
 
   /** The event the CLI's Lambda invoke sends, to the same handler. */
@@ -390,7 +390,7 @@ describe('every keys CLI command with --stage staging, against moto and the loca
     const localId = /created key (\S+)/.exec(created.onLocal.stderr)?.[1] as string
     const ids = { moto: motoId, local: localId }
     const { client, tableName } = mirrorTable()
-    const mirror = new KeyMirrorRepository({ client, tableName })
+    const mirror = new KeyMirrorReader({ client, tableName })
     expect(await mirror.get(hashApiKey(value))).toMatchObject({ keyId: motoId, plan: 'free' })
 
     for (const argv of [
@@ -523,7 +523,7 @@ describe("the smoke test's management-API part against moto", () => {
       const key = await keys.create((id) => handedOut.push(id))
       expect(handedOut).toEqual([key.id])
       const { client, tableName } = mirrorTable()
-      const mirror = new KeyMirrorRepository({ client, tableName })
+      const mirror = new KeyMirrorReader({ client, tableName })
       expect(await mirror.get(hashApiKey(key.value))).toMatchObject({ keyId: key.id, plan: 'free' })
       await keys.revoke(key.id)
       expect(await mirror.get(hashApiKey(key.value))).toBeUndefined()

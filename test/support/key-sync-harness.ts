@@ -1,8 +1,8 @@
 import { type KeySyncDependencies, keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
 import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
 import { ApiGatewayAuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
+import { KeyMirrorWriter } from '#keys/key-mirror-writer.ts'
 import { KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
-import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import type { Clock } from '#shared/time/clock.ts'
 import type { DynamoTestEnv } from './dynamo-test-env.ts'
 import { FAKE_API_ID, FAKE_STAGE, type FakeApiGateway } from './fake-api-gateway.ts'
@@ -14,7 +14,7 @@ export interface KeySyncHarnessOptions {
   gateway: FakeApiGateway
   clock: Clock
   /** Wraps the real mirror repository (e.g. to hold its writes). */
-  wrapMirror?: (mirror: KeyMirrorRepository) => KeySyncDependencies['mirror']
+  wrapMirror?: (mirror: KeyMirrorWriter) => KeySyncDependencies['mirror']
 }
 
 /**
@@ -29,7 +29,7 @@ export const createKeySyncHarness = async ({
   wrapMirror = (mirror) => mirror,
 }: KeySyncHarnessOptions) => {
   const tableName = await createKeyMirrorTable(env)
-  const mirror = new KeyMirrorRepository({ client: env.documentClient, tableName })
+  const mirror = new KeyMirrorWriter({ client: env.documentClient, tableName })
   const state = new KeySyncStateRepository({ client: env.documentClient, tableName })
   /** Metric totals since the last reset. */
   let metrics: Record<string, number> = {}

@@ -7,13 +7,13 @@ import { keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
 import { ApiGatewayKeySource } from '#keys/api-gateway-key-source.ts'
 import { ApiGatewayAuthorizerCacheFlusher } from '#keys/authorizer-cache-flusher.ts'
 import { TokenBucketPacer } from '#keys/call-pacer.ts'
+import { KeyMirrorWriter } from '#keys/key-mirror-writer.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
 import { ensureTable } from '#local/embedded-dynamo.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { createDocumentClient } from '#shared/data/dynamo-client.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
-import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { KEY_MIRROR_TABLE, keyMirrorTableDefinition } from '#shared/data/table-keys.ts'
 import { keySyncContext, scheduledEvent } from './api-gateway-events.ts'
 import {
@@ -75,7 +75,7 @@ let tables = 0
 /** A simulated stage: the real sync over a fake API Gateway on one virtual clock. */
 export interface SimulatedKeySync {
   gateway: FakeApiGateway
-  mirror: KeyMirrorRepository
+  mirror: KeyMirrorWriter
   state: KeySyncStateRepository
   tableName: string
   now(): number
@@ -122,7 +122,7 @@ export const simulatedKeySync = async (
   tables += 1
   const tableName = `simulated-key-mirror-${process.pid}-${tables}`
   await ensureTable(dynamo.client, keyMirrorTableDefinition(tableName))
-  const mirror = new KeyMirrorRepository({ client: dynamo.documentClient, tableName })
+  const mirror = new KeyMirrorWriter({ client: dynamo.documentClient, tableName })
   const state = new KeySyncStateRepository({ client: dynamo.documentClient, tableName })
   const handler = keySyncHandler({
     source: new ApiGatewayKeySource({

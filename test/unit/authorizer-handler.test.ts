@@ -4,7 +4,8 @@ import type { APIGatewayAuthorizerResult, APIGatewayTokenAuthorizerEvent } from 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { authorizerHandler } from '#functions/authorizer/authorizer-handler.ts'
 import { MAX_AUTHORIZATION_LENGTH } from '#shared/auth/bearer-token.ts'
-import type { ApiKeyRecord, KeyStore } from '#shared/auth/key-store.ts'
+import type { KeyContext } from '#shared/auth/key-context.ts'
+import { type KeyStore, keyFingerprint } from '#shared/auth/key-store.ts'
 import { createMetrics } from '#shared/observability/metrics.ts'
 import { authorizerObservabilityMiddlewares } from '#shared/observability/observability-middleware.ts'
 import {
@@ -15,21 +16,26 @@ import {
 } from '#test/support/api-gateway-events.ts'
 import { captureOutput } from '#test/support/capture-output.ts'
 
-const RECORD: ApiKeyRecord = {
-  id: FIXTURE_KEY_ID,
+const CALLER: KeyContext = {
+  keyId: FIXTURE_KEY_ID,
   plan: 'free',
   limits: { perMinute: 60, perDay: 1_000 },
 }
 
-/** A key store that knows the fixture key and remembers what it was asked. */
+/**
+ * A key store that knows the fixture key and remembers what it was asked; it logs a refusal as the
+ * stage's store does (stage-key-store.ts): a fingerprint, never the key.
+ */
 class FakeKeyStore implements KeyStore {
   readonly calls: { key: string }[] = []
   failure: Error | undefined
 
-  async lookup(key: string): Promise<ApiKeyRecord | undefined> {
+  async lookup(key: string): Promise<KeyContext | undefined> {
     this.calls.push({ key })
     if (this.failure) throw this.failure
-    return key === FIXTURE_API_KEY ? RECORD : undefined
+    if (key === FIXTURE_API_KEY) return CALLER
+    logger.info('Rejected API key', { reason: 'unknown', keyFingerprint: keyFingerprint(key) })
+    return undefined
   }
 }
 

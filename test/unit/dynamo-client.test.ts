@@ -13,6 +13,7 @@ import {
   IN_PROCESS_CLIENT_LIMITS,
   worstCaseCallMs,
 } from '#shared/data/dynamo-client.ts'
+import { TEST_MAC_SECRETS, TEST_POOL_KEY } from '#test/support/test-key-store.ts'
 
 /** The function timeouts the CDK stack deploys. */
 const AUTHORIZER_TIMEOUT_MS = FUNCTION_TIMEOUT_SECONDS.authorizer * 1_000
@@ -91,6 +92,8 @@ describe('DynamoDB client limits of the local server', () => {
   const local = {
     endpoint: 'http://127.0.0.1:8000',
     cursorSecret: 'c'.repeat(64),
+    macSecrets: TEST_MAC_SECRETS,
+    poolKey: TEST_POOL_KEY,
     tables: LOCAL_TABLES,
   }
 

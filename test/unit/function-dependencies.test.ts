@@ -18,7 +18,17 @@ const functions = [
   ['getPet', getPetDependencies, PET_OPERATION],
   ['listPets', listPetsDependencies, { ...PET_OPERATION, CURSOR_SECRET: 'c'.repeat(64) }],
   ['createPet', createPetDependencies, { ...PET_OPERATION, IDEMPOTENCY_TABLE_NAME: 'idempotency' }],
-  ['authorizer', authorizerDependencies, { ...AWS, KEY_MIRROR_TABLE_NAME: 'key-mirror' }],
+  [
+    'authorizer',
+    authorizerDependencies,
+    {
+      ...AWS,
+      KEY_MIRROR_TABLE_NAME: 'key-mirror',
+      STORE_KEY_TABLE_NAME: 'store-keys',
+      KEY_MAC_SECRETS: `1:${'m'.repeat(64)}`,
+      POOL_USAGE_KEY: 'p'.repeat(40),
+    },
+  ],
   [
     'keySync',
     keySyncDependencies,
@@ -38,6 +48,13 @@ const requiredVariables = functions.flatMap(([name, build, env]) =>
 )
 
 describe('function dependencies', () => {
+  it('the authorizer refuses MAC secrets it cannot read, at the cold start', () => {
+    const [, build, env] = functions[3]
+    for (const KEY_MAC_SECRETS of ['1:short', 'one:'.padEnd(40, 'x'), `0:${'m'.repeat(64)}`]) {
+      expect(() => build({ ...env, KEY_MAC_SECRETS })).toThrow(/KEY_MAC_SECRETS must be/)
+    }
+  })
+
   it.each(functions)('%s builds from the environment its stack gives it', (_name, build, env) => {
     // Act
     const dependencies = build(env)

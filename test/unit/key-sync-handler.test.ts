@@ -4,15 +4,15 @@ import type { KeySyncEvent } from '#functions/key-sync/key-sync-events.ts'
 import { keySyncHandler } from '#functions/key-sync/key-sync-handler.ts'
 import type { MetricSink } from '#functions/key-sync/key-sync-report.ts'
 import type { KeySource, KeySourceSnapshot, ReadOptions } from '#keys/api-gateway-key-source.ts'
-import type { KeySyncState } from '#keys/key-sync-state-repository.ts'
-import type { KeyMirrorEntry, KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
-import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import {
   type DiffScope,
   type MirrorDiff,
   mirrorDiff,
   type ReplaceAllResult,
-} from '#shared/data/key-mirror-repository.ts'
+} from '#keys/key-mirror-writer.ts'
+import type { KeySyncState } from '#keys/key-sync-state-repository.ts'
+import type { KeyMirrorEntry, KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
+import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { KEY_SYNC_METRICS } from '#shared/observability/metrics.ts'
 import { keySyncContext, scheduledEvent } from '#test/support/api-gateway-events.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'

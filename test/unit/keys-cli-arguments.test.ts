@@ -111,7 +111,7 @@ describe('the keys CLI, before any call', () => {
   it("names the command's own synopsis under a usage error", async () => {
     const { out } = await run(['create', '--plan', 'fre'])
     expect(out.split('\n')[1]).toBe(
-      'keys: usage: npm run keys -- create --plan <free|pro|business|enterprise> | --customer <name>  [--name <name>]; npm run keys -- --help lists every command',
+      'keys: usage: npm run keys -- create --plan <free|pro|business|enterprise> | --customer <name>  [--name <name>] [--store]; npm run keys -- --help lists every command',
     )
   })
 

@@ -14,7 +14,7 @@ import { localOrigin, openStageTarget } from '#ops/keys/stage-target-resolver.ts
 import { readStackOutputs } from '#ops/stage/stack-outputs-reader.ts'
 import { stackName } from '#shared/config/stack-names-config.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
-import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
+import { KeyMirrorReader } from '#shared/data/key-mirror-reader.ts'
 
 /**
  * What the keys CLI does against AWS that the local server does not exercise: finding a stage by
@@ -290,7 +290,7 @@ describe('what the sync step retries, and what it ends the command with', () => 
     const sync = new AwsStageSync({
       lambda: new LambdaClient({ region: 'eu-west-1' }),
       functionName: FUNCTION,
-      mirror: new KeyMirrorRepository({ client: documentClient, tableName: TABLE }),
+      mirror: new KeyMirrorReader({ client: documentClient, tableName: TABLE }),
       tableName: TABLE,
     })
     expect(await sync.mirrored(item.keyHash)).toMatchObject({ keyId: 'k1' })

@@ -275,14 +275,30 @@ describe('step 3: the usage plan', () => {
   it('answers INVALID_API_KEY for a key on no usage plan of the stage, whatever the mirror says', () => {
     // The key sync holds a lost plan's keys in the mirror; API Gateway refuses them all the same.
     const context = { keyId: 'held-key', plan: 'pro', perMinute: 300, perDay: 10_000 }
-    const onStagePlan = (keyId: string) => keyId !== 'held-key'
-    expect(usagePlanVerdict(authorization({ context }), throttle(), onStagePlan)).toBe(
-      'INVALID_API_KEY',
+    const usagePlanOf = (digest: string) => (digest === 'held-digest' ? undefined : 'backstop')
+    const held = authorization({ context, usageKeyDigest: 'held-digest' })
+    expect(usagePlanVerdict(held, throttle(), usagePlanOf)).toBe('INVALID_API_KEY')
+    const other = authorization({ context, usageKeyDigest: 'other-digest' })
+    expect(usagePlanVerdict(other, throttle(), usagePlanOf)).toBe('admitted')
+  })
+
+  it('meters keys under an unthrottled plan (the pool plan of store keys) without refusing any', () => {
+    // Two store keys share the pool key: however much one sends, the other is never refused.
+    const plans = throttle()
+    const pooled = (keyId: string) =>
+      authorization({
+        context: { keyId, plan: 'free', perMinute: 60, perDay: 1000 },
+        usageKeyDigest: 'pool',
+      })
+    const flood = Array.from({ length: 5_000 }, () =>
+      usagePlanVerdict(pooled('s-flooder000'), plans, () => 'unthrottled'),
     )
-    const other = { ...context, keyId: 'other-key' }
-    expect(usagePlanVerdict(authorization({ context: other }), throttle(), onStagePlan)).toBe(
-      'admitted',
-    )
+    expect(flood.every((verdict) => verdict === 'admitted')).toBe(true)
+    expect(usagePlanVerdict(pooled('s-quiet00000'), plans, () => 'unthrottled')).toBe('admitted')
+    // The same flood on one bucket sized as a Free key's backstop would have refused the other.
+    const shared = throttle()
+    for (let i = 0; i < 5_000; i += 1) usagePlanVerdict(pooled('s-flooder000'), shared)
+    expect(usagePlanVerdict(pooled('s-quiet00000'), shared)).toBe('THROTTLED')
   })
 
   it('passes on the backstop’s refusal once the key’s bucket is empty', () => {

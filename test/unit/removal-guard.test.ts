@@ -6,7 +6,7 @@ import {
   removalDigest,
   WHOLE_MIRROR,
 } from '#functions/key-sync/removal-guard.ts'
-import type { StaleItem } from '#shared/data/key-mirror-repository.ts'
+import type { StaleItem } from '#keys/key-mirror-writer.ts'
 
 const T0 = Date.parse('2027-03-05T10:00:00Z')
 const MINUTE = 60_000

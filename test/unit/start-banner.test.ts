@@ -14,7 +14,15 @@ const local = (keys: Partial<LocalKeys>) => ({
   baseUrl: 'http://127.0.0.1:4567/v1',
   embedded: true,
   endpoint: 'http://127.0.0.1:8000',
-  keys: { created: [], fromEnv: [], others: 0, imported: 0, file: undefined, ...keys },
+  keys: {
+    poolKey: 'pool',
+    created: [],
+    fromEnv: [],
+    others: 0,
+    imported: 0,
+    file: undefined,
+    ...keys,
+  },
 })
 
 describe('the start banner', () => {

@@ -175,15 +175,20 @@ export const deployStageToMoto = async (
       apiId: resolve(entry.ApiId, physical, apiStack) as string,
       stage: resolve(entry.Stage, physical, apiStack) as string,
     }))
-    const throttle = Properties.Throttle as { BurstLimit: number; RateLimit: number }
-    const quota = Properties.Quota as { Limit: number; Period: 'DAY' | 'WEEK' | 'MONTH' }
+    // The pool plan of store keys has neither.
+    const throttle = Properties.Throttle as { BurstLimit: number; RateLimit: number } | undefined
+    const quota = Properties.Quota as
+      | { Limit: number; Period: 'DAY' | 'WEEK' | 'MONTH' }
+      | undefined
     const { id } = await apiGateway.send(
       new CreateUsagePlanCommand({
         name: Properties.UsagePlanName as string,
         description: Properties.Description as string,
         apiStages,
-        throttle: { burstLimit: throttle.BurstLimit, rateLimit: throttle.RateLimit },
-        quota: { limit: quota.Limit, period: quota.Period },
+        ...(throttle
+          ? { throttle: { burstLimit: throttle.BurstLimit, rateLimit: throttle.RateLimit } }
+          : {}),
+        ...(quota ? { quota: { limit: quota.Limit, period: quota.Period } } : {}),
         tags: tagMap(Properties.Tags),
       }),
     )

@@ -1,15 +1,15 @@
 import { PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { KeyMirrorWriter } from '#keys/key-mirror-writer.ts'
 import { KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
 import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
-import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
 import { createKeyMirrorTable } from '#test/support/key-mirror-table.ts'
 
 let env: DynamoTestEnv
 let tableName: string
-let repository: KeyMirrorRepository
+let repository: KeyMirrorWriter
 
 beforeAll(async () => {
   env = await startDynamoTestEnv()
@@ -19,7 +19,7 @@ afterAll(async () => {
 })
 beforeEach(async () => {
   tableName = await createKeyMirrorTable(env)
-  repository = new KeyMirrorRepository({
+  repository = new KeyMirrorWriter({
     client: env.documentClient,
     tableName,
     logger: fakeLogger(),
@@ -45,7 +45,7 @@ const tableKeyIds = async () => {
   return Items.map((item) => String(item.keyId)).sort()
 }
 
-describe('KeyMirrorRepository against DynamoDB', () => {
+describe('KeyMirrorWriter against DynamoDB', () => {
   it('writes more than one batch of items, each readable by its hash', async () => {
     const entries = range(0, 60).map((n) => entry(n))
 
@@ -109,7 +109,7 @@ describe('KeyMirrorRepository against DynamoDB', () => {
 
   it('treats an item that fails the schema as absent', async () => {
     const logger = fakeLogger()
-    const strict = new KeyMirrorRepository({ client: env.documentClient, tableName, logger })
+    const strict = new KeyMirrorWriter({ client: env.documentClient, tableName, logger })
     await env.documentClient.send(
       new PutCommand({
         TableName: tableName,

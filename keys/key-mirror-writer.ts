@@ -2,16 +2,15 @@ import {
   BatchWriteCommand,
   type BatchWriteCommandOutput,
   type DynamoDBDocumentClient,
-  GetCommand,
   type NativeAttributeValue,
-  NumberValue,
   ScanCommand,
 } from '@aws-sdk/lib-dynamodb'
-import type { AppLogger } from '#shared/observability/logger.ts'
-import { type KeyMirrorEntry, type KeyMirrorItem, KeyMirrorItemSchema } from './key-mirror-item.ts'
-import { KEY_MIRROR_TABLE } from './table-keys.ts'
+import type { KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
+import { KeyMirrorReader, type KeyMirrorReaderOptions } from '#shared/data/key-mirror-reader.ts'
+import { KEY_MIRROR_TABLE } from '#shared/data/table-keys.ts'
 
-// The key mirror's repository: the authorizer's lookups and the key sync's writes.
+// The key mirror's writer: the key sync's diff and bulk rebuild (the authorizer only reads:
+// shared/data/key-mirror-reader.ts).
 
 /** What a key item's partition key looks like: a SHA-256 in hex (hashApiKey). */
 const KEY_HASH = /^[0-9a-f]{64}$/
@@ -24,10 +23,7 @@ const BASE_RETRY_DELAY_MS = 50
 type Item = Record<string, NativeAttributeValue>
 type WriteRequest = NonNullable<BatchWriteCommandOutput['UnprocessedItems']>[string][number]
 
-export interface KeyMirrorRepositoryOptions {
-  client: DynamoDBDocumentClient
-  tableName: string
-  logger?: AppLogger
+export interface KeyMirrorWriterOptions extends KeyMirrorReaderOptions {
   /** Waits between UnprocessedItems retries (tests pass a no-op). */
   sleep?: (ms: number) => Promise<void>
 }
@@ -57,7 +53,7 @@ export interface DiffScope {
   listedKeyIds?: ReadonlySet<string>
 }
 
-/** How the mirror differs from what API Gateway says now (see KeyMirrorRepository.diff). */
+/** How the mirror differs from what API Gateway says now (see KeyMirrorWriter.diff). */
 export interface MirrorDiff {
   entries: KeyMirrorEntry[]
   /** Keys in the mirror before the run. */
@@ -106,8 +102,8 @@ const distinctHashes = (entries: readonly KeyMirrorEntry[]): Set<string> => {
  * What it takes to make a mirror holding the items `readExisting` gives (by key hash) hold exactly
  * `entries`: the entries that are new or changed (unchanged items are left alone: a sync every
  * minute would otherwise rewrite every key 1,440 times a day) and the key hashes in scope no entry
- * names any more. Two entries for one key fail before the read. The repository's rules, in one
- * place: KeyMirrorRepository.diff reads the items with one scan, and tests that hold a mirror in
+ * names any more. Two entries for one key fail before the read. The writer's rules, in one
+ * place: KeyMirrorWriter.diff reads the items with one scan, and tests that hold a mirror in
  * memory use the same function.
  */
 export const mirrorDiff = async (
@@ -163,49 +159,21 @@ export const mirrorDiff = async (
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /**
- * Owns the key mirror table: its key, item mapping and bulk rebuild. The authorizer calls get();
- * the key-sync function calls diff() and apply() with everything API Gateway says is valid now.
+ * Writes the key mirror table (and reads it, as the reader does): the key-sync function calls
+ * diff() and apply() with everything API Gateway says is valid now. Only the key sync, the local
+ * server and tests load it; no function of the request path does.
  */
-export class KeyMirrorRepository {
+export class KeyMirrorWriter extends KeyMirrorReader {
   readonly #client: DynamoDBDocumentClient
   readonly #tableName: string
-  readonly #logger: AppLogger | undefined
   readonly #sleep: (ms: number) => Promise<void>
 
-  constructor({ client, tableName, logger, sleep }: KeyMirrorRepositoryOptions) {
+  constructor({ sleep, ...options }: KeyMirrorWriterOptions) {
+    super(options)
+    const { client, tableName } = options
     this.#client = client
     this.#tableName = tableName
-    this.#logger = logger
     this.#sleep = sleep ?? defaultSleep
-  }
-
-  /**
-   * One GetItem, eventually consistent (half a read unit) unless `consistent` asks for a strongly
-   * consistent one, which sees every write DynamoDB has acknowledged. The authorizer and the keys
-   * CLI's wait ask: a revoked key is refused, and "in force now" is true, once the write is. An
-   * item that does not match the schema is logged (key id and hash prefix only) and treated as
-   * absent.
-   */
-  async get(
-    keyHash: string,
-    { consistent = false }: { consistent?: boolean } = {},
-  ): Promise<KeyMirrorItem | undefined> {
-    const { Item: item } = await this.#client.send(
-      new GetCommand({
-        TableName: this.#tableName,
-        Key: { [KEY_MIRROR_TABLE.partitionKey]: keyHash },
-        ...(consistent ? { ConsistentRead: true } : {}),
-      }),
-    )
-    if (!item) return undefined
-    const parsed = KeyMirrorItemSchema.safeParse(unwrapNumbers(item))
-    if (parsed.success) return parsed.data
-    this.#logger?.warn('Ignoring malformed key mirror item', {
-      keyId: typeof item.keyId === 'string' ? item.keyId : undefined,
-      keyHashPrefix: keyHash.slice(0, 12),
-      issues: parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`),
-    })
-    return undefined
   }
 
   /**
@@ -283,12 +251,3 @@ export class KeyMirrorRepository {
     }
   }
 }
-
-/** The shared document client wraps numbers (see dynamo-client); the schema wants plain ones. */
-const unwrapNumbers = (item: Item): Item =>
-  Object.fromEntries(
-    Object.entries(item).map(([name, value]) => [
-      name,
-      value instanceof NumberValue ? Number(value.toString()) : value,
-    ]),
-  )

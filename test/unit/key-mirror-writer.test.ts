@@ -8,8 +8,8 @@ import {
 } from '@aws-sdk/lib-dynamodb'
 import { mockClient } from 'aws-sdk-client-mock'
 import { beforeEach, describe, expect, it } from 'vitest'
+import { KeyMirrorWriter } from '#keys/key-mirror-writer.ts'
 import { hashApiKey, type KeyMirrorEntry } from '#shared/data/key-mirror-item.ts'
-import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
 import { fakeLogger } from '#test/support/fake-logger.ts'
 
 const TABLE = 'key-mirror'
@@ -29,7 +29,7 @@ const entry = (n: number): KeyMirrorEntry => ({
 let logger: ReturnType<typeof fakeLogger>
 let sleeps: number[]
 const repository = () =>
-  new KeyMirrorRepository({
+  new KeyMirrorWriter({
     client: documentClient,
     tableName: TABLE,
     logger,
@@ -44,7 +44,7 @@ beforeEach(() => {
   sleeps = []
 })
 
-describe('KeyMirrorRepository (mocked DynamoDB)', () => {
+describe('KeyMirrorWriter (mocked DynamoDB)', () => {
   it('gets one item by hash, eventually consistent, unwrapping the document client numbers', async () => {
     const item = { ...entry(1), syncedAt: '2027-03-05T10:00:00.000Z' }
     dynamo.on(GetCommand).resolves({
