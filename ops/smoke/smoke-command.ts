@@ -20,10 +20,13 @@ import { runSmoke, type SmokeKeys, type SmokeOptions, TemporaryKeyError } from '
 
 const USAGE = `usage: npm run smoke -- [--stage ${STAGE_NAMES.join('|')} [--region R]] [--base-url <url>] [--key <key>] [--allow-writes] [--json]
   --stage S        a deployed stage: its BaseUrl (or --base-url, e.g. a custom domain) and a temporary
-                   key made and revoked with the keys CLI (needs the operator's AWS credentials)
+                   key made and revoked with the keys CLI (needs the operator's AWS credentials), or
+                   the stage's dedicated smoke key from PETSTORE_SMOKE_KEY (the release pipeline's)
   --base-url URL   another server; with --key, that key is used as it is; without, the URL must be
                    a local server (npm start), whose control plane makes the temporary key
   (neither)        the local server where npm start listens (HOST, PORT)
+  PETSTORE_SMOKE_KEY  (environment) a key used as --key is: a CI secret stays off the command line,
+                   which npm echoes
   --allow-writes   create a pet on a server given with --base-url and --key (the local server and
                    staging are written to anyway; production never is: its checks are read-only)
   --json           the result as one JSON document on stdout (the report's lines go to stderr)`
@@ -90,12 +93,21 @@ export interface SmokeIo extends CommandIo {
 }
 
 /** The CLI's whole run: `io` takes the process's streams and environment (tests pass their own). */
+/**
+ * The environment variable of the stage's dedicated smoke key: the release workflow sets it from
+ * the GitHub environment secret SMOKE_API_KEY, so the release role needs no key management.
+ */
+export const SMOKE_KEY_VARIABLE = 'PETSTORE_SMOKE_KEY'
+
 export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise<number> => {
-  // A key given with --key (or typed where it does not belong) is repeated by no message.
+  // A key given with --key or PETSTORE_SMOKE_KEY (or typed where it does not belong) is repeated
+  // by no message.
+  const fromEnv = smokeIo.env[SMOKE_KEY_VARIABLE]
+  const secrets = fromEnv?.trim() ? [...argv, fromEnv.trim()] : argv
   const io: SmokeIo = {
     ...smokeIo,
-    stdout: maskingArguments(argv, smokeIo.stdout),
-    stderr: maskingArguments(argv, smokeIo.stderr),
+    stdout: maskingArguments(secrets, smokeIo.stdout),
+    stderr: maskingArguments(secrets, smokeIo.stderr),
   }
   let values: {
     stage?: string
@@ -128,9 +140,25 @@ export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise
   }
   // With --json, stdout carries the one document; the report's lines go to stderr.
   const say = (line: string) => (values.json ? io.stderr : io.stdout)(`${line}\n`)
+  if (fromEnv !== undefined) {
+    // Set but empty: in a workflow, the secret it is made of is missing.
+    if (!fromEnv.trim()) {
+      return usageError(
+        io,
+        `${SMOKE_KEY_VARIABLE} is set but empty: it holds the stage's smoke key (in the release workflow, the GitHub environment secret SMOKE_API_KEY)`,
+      )
+    }
+    if (values.key !== undefined) {
+      return usageError(io, `--key and ${SMOKE_KEY_VARIABLE} both give a key: give one`)
+    }
+    values.key = fromEnv.trim()
+  }
   const baseUrl = values['base-url']?.replace(/\/+$/, '')
   if (values.key !== undefined && baseUrl === undefined && values.stage === undefined) {
-    return usageError(io, '--key needs --base-url or --stage')
+    return usageError(
+      io,
+      `${fromEnv === undefined ? '--key' : SMOKE_KEY_VARIABLE} needs --base-url or --stage`,
+    )
   }
   const { stage } = values
   if (stage !== undefined && !(STAGE_NAMES as readonly string[]).includes(stage)) {
