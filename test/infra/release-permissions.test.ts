@@ -9,7 +9,7 @@ import { compilePolicies, type PolicyDocument } from '#local/iam/iam-policy-eval
 import { bootstrapTemplate } from './support/bootstrap-template.ts'
 import { asPolicy, deployedStage } from './support/deployed-names.ts'
 import { releasePath, releaseTemplate, scopeOf } from './support/release-path.ts'
-import { appStage, resourcesOf, synthesizeApp } from './support/synth-app.ts'
+import { appStage, propsOf, resourcesOf, synthesizeApp } from './support/synth-app.ts'
 
 /**
  * The least-privilege bootstrap (docs/release-permissions.md): an execution policy that covers
@@ -196,9 +196,8 @@ describe('the permissions boundary of the stage roles', () => {
         [appStage(stage).data, appStage(stage).api].flatMap((template) =>
           resourcesOf(template, 'AWS::IAM::Policy').flatMap(([, policy]) =>
             (
-              (policy.Properties?.PolicyDocument as { Statement: { Action: string | string[] }[] })
-                .Statement ?? []
-            ).flatMap((statement) => [statement.Action].flat()),
+              propsOf(policy).PolicyDocument as { Statement: { Action: string | string[] }[] }
+            ).Statement.flatMap((statement) => [statement.Action].flat()),
           ),
         ),
       ),
