@@ -273,6 +273,13 @@ const releaseActs = (
     ]) {
       add('deployRole', `cdk deploy ${name}`, { action, resource: stack(name) })
     }
+    // Production's first deploy (`--method=direct`) creates its stacks with termination protection.
+    if (stage === 'production') {
+      add('deployRole', `first deploy of ${name}`, {
+        action: 'cloudformation:CreateStack',
+        resource: stack(name),
+      })
+    }
   }
   for (const role of ['deploy-role', 'file-publishing-role']) {
     add('releaseRole', 'cdk deploy assumes the bootstrap role', {
