@@ -2,6 +2,7 @@
 import { CfnOutput, Stack, Token, Validations } from 'aws-cdk-lib'
 import { ManagedPolicy, PolicyDocument } from 'aws-cdk-lib/aws-iam'
 import { Construct } from 'constructs'
+import { EXECUTION_PERMISSIONS } from '#infra/config/execution-permissions-config.ts'
 import {
   bootstrapBoundaryDocument,
   bootstrapBoundaryName,
@@ -29,7 +30,10 @@ export class ReleasePermissions extends Construct {
   constructor(scope: Construct, id: string, { stage }: ReleasePermissionsProps) {
     super(scope, id)
     const { account, region, partition } = Stack.of(this)
-    const executionDocuments = executionPolicyDocuments({ partition, region, account, stage })
+    const executionDocuments = executionPolicyDocuments(
+      { partition, region, account, stage },
+      EXECUTION_PERMISSIONS,
+    )
     const bootstrapDocument = bootstrapBoundaryDocument({ partition, account })
     this.executionPolicies = executionDocuments.map(
       (document, index) =>

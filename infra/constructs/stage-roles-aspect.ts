@@ -7,7 +7,7 @@ import { roleBoundaryName, stageRolePath } from '#infra/config/release-permissio
 /**
  * The execution policy lets CloudFormation create, change and pass only roles under
  * `/petstore-<stage>/`, and create them only with the stage's boundary
- * (infra/config/release-permissions-config.ts): this puts every role the stage's constructs make
+ * (infra/config/execution-permissions-config.ts): this puts every role the stage's constructs make
  * there, CDK's own included, so no construct has to remember it.
  */
 class StageRoles implements IAspect {

@@ -99,16 +99,41 @@ export interface SmokeIo extends CommandIo {
  */
 export const SMOKE_KEY_VARIABLE = 'PETSTORE_SMOKE_KEY'
 
-export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise<number> => {
-  // A key given with --key or PETSTORE_SMOKE_KEY (or typed where it does not belong) is repeated
-  // by no message.
-  const fromEnv = smokeIo.env[SMOKE_KEY_VARIABLE]
-  const secrets = fromEnv?.trim() ? [...argv, fromEnv.trim()] : argv
-  const io: SmokeIo = {
-    ...smokeIo,
-    stdout: maskingArguments(secrets, smokeIo.stdout),
-    stderr: maskingArguments(secrets, smokeIo.stderr),
+/**
+ * The key to call with: `--key`, or the stage's smoke key from PETSTORE_SMOKE_KEY. Set but empty
+ * means the workflow's secret is missing: an error, as is a key given both ways.
+ */
+const keyFromEnvironment = (
+  fromEnv: string | undefined,
+  fromArgs: string | undefined,
+): { key?: string | undefined; error?: string } => {
+  if (fromEnv === undefined) return { key: fromArgs }
+  if (!fromEnv.trim()) {
+    return {
+      error: `${SMOKE_KEY_VARIABLE} is set but empty: it holds the stage's smoke key (in the release workflow, the GitHub environment secret SMOKE_API_KEY)`,
+    }
   }
+  if (fromArgs !== undefined) {
+    return { error: `--key and ${SMOKE_KEY_VARIABLE} both give a key: give one` }
+  }
+  return { key: fromEnv.trim() }
+}
+
+/**
+ * The io with every key of `secrets` masked: a key given with --key or PETSTORE_SMOKE_KEY (or
+ * typed where it does not belong) is repeated by no message.
+ */
+const maskedIo = (smokeIo: SmokeIo, secrets: string[]): SmokeIo => ({
+  ...smokeIo,
+  stdout: maskingArguments(secrets, smokeIo.stdout),
+  stderr: maskingArguments(secrets, smokeIo.stderr),
+})
+
+const NEEDS_TARGET = 'needs --base-url or --stage'
+
+export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise<number> => {
+  const fromEnv = smokeIo.env[SMOKE_KEY_VARIABLE]
+  const io = maskedIo(smokeIo, fromEnv?.trim() ? [...argv, fromEnv.trim()] : argv)
   let values: {
     stage?: string
     region?: string
@@ -140,25 +165,12 @@ export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise
   }
   // With --json, stdout carries the one document; the report's lines go to stderr.
   const say = (line: string) => (values.json ? io.stderr : io.stdout)(`${line}\n`)
-  if (fromEnv !== undefined) {
-    // Set but empty: in a workflow, the secret it is made of is missing.
-    if (!fromEnv.trim()) {
-      return usageError(
-        io,
-        `${SMOKE_KEY_VARIABLE} is set but empty: it holds the stage's smoke key (in the release workflow, the GitHub environment secret SMOKE_API_KEY)`,
-      )
-    }
-    if (values.key !== undefined) {
-      return usageError(io, `--key and ${SMOKE_KEY_VARIABLE} both give a key: give one`)
-    }
-    values.key = fromEnv.trim()
-  }
+  const givenKey = keyFromEnvironment(fromEnv, values.key)
+  if (givenKey.error) return usageError(io, givenKey.error)
+  values.key = givenKey.key
   const baseUrl = values['base-url']?.replace(/\/+$/, '')
   if (values.key !== undefined && baseUrl === undefined && values.stage === undefined) {
-    return usageError(
-      io,
-      `${fromEnv === undefined ? '--key' : SMOKE_KEY_VARIABLE} needs --base-url or --stage`,
-    )
+    return usageError(io, `${fromEnv === undefined ? '--key' : SMOKE_KEY_VARIABLE} ${NEEDS_TARGET}`)
   }
   const { stage } = values
   if (stage !== undefined && !(STAGE_NAMES as readonly string[]).includes(stage)) {

@@ -2,11 +2,8 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import {
-  EXECUTION_PERMISSIONS,
-  ROLE_SERVICES,
-  stageRolePath,
-} from '#infra/config/release-permissions-config.ts'
+import { EXECUTION_PERMISSIONS, ROLE_SERVICES } from '#infra/config/execution-permissions-config.ts'
+import { stageRolePath } from '#infra/config/release-permissions-config.ts'
 import type { Evaluation, IamRequest } from '#local/iam/iam-policy-evaluator.ts'
 import type { StageName } from '#shared/config/stages-config.ts'
 import { REPO_ROOT } from './support/cdk-json.ts'

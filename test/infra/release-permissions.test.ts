@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
+import { EXECUTION_PERMISSIONS } from '#infra/config/execution-permissions-config.ts'
 import {
-  EXECUTION_PERMISSIONS,
   ROLE_BOUNDARY_ACTIONS,
   roleBoundaryName,
   stageRolePath,
@@ -18,7 +18,8 @@ import { appStage, propsOf, resourcesOf, synthesizeApp } from './support/synth-a
  * path cannot reach.
  */
 const STAGES = ['staging', 'production'] as const
-const TABLE = 'infra/config/release-permissions-config.ts'
+const TABLE = 'infra/config/execution-permissions-config.ts'
+const BOUNDARY = 'infra/config/release-permissions-config.ts'
 
 /** Both stages as app.ts synthesizes them, and production with a custom domain (Route 53). */
 const stageTemplates = () => {
@@ -147,7 +148,7 @@ describe('the permissions boundary of the stage roles', () => {
     }
     expect(
       refused,
-      `add the action to ROLE_BOUNDARY_ACTIONS in ${TABLE} (and deploy the release stacks)`,
+      `add the action to ROLE_BOUNDARY_ACTIONS in ${BOUNDARY} (and deploy the release stacks)`,
     ).toEqual([])
   })
 
@@ -204,7 +205,7 @@ describe('the permissions boundary of the stage roles', () => {
     ])
     expect(
       [...allowed].filter((action) => !held.has(action)),
-      `no stage role holds these: remove them from ROLE_BOUNDARY_ACTIONS in ${TABLE}`,
+      `no stage role holds these: remove them from ROLE_BOUNDARY_ACTIONS in ${BOUNDARY}`,
     ).toEqual([])
   })
 })
