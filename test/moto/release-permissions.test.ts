@@ -24,6 +24,11 @@ import { motoClients, motoEndpoint, readTemplate } from './support/moto-stage.ts
  */
 const STAGE = 'staging'
 const ACCOUNT = '123456789012'
+/**
+ * A qualifier of its own: the management-API file shares this moto and has put the default
+ * qualifier's bootstrap version parameter, which the template would create again.
+ */
+const QUALIFIER = 'relmoto'
 
 /** An IAM query call to moto (no IAM client is a dependency of this project); its XML answer. */
 const iam = async (action: string, params: Record<string, string>): Promise<string> => {
@@ -133,6 +138,7 @@ describe('the least-privilege bootstrap in moto', () => {
     )
     // The parameters `cdk bootstrap` passes for those flags (and an AWS-managed bucket key).
     await createStack(cloudFormation, 'CDKToolkit', template, {
+      Qualifier: QUALIFIER,
       CloudFormationExecutionPolicies: executionPolicies.join(','),
       InputPermissionsBoundary: boundary,
       ApplyPermissionsBoundaryToAllRoles: 'true',
@@ -146,7 +152,7 @@ describe('the least-privilege bootstrap in moto', () => {
       'image-publishing-role',
     ]) {
       const answer = await iam('GetRole', {
-        RoleName: `cdk-hnb659fds-${role}-${ACCOUNT}-us-east-1`,
+        RoleName: `cdk-${QUALIFIER}-${role}-${ACCOUNT}-us-east-1`,
       })
       expect(tag(answer, 'PermissionsBoundaryArn'), role).toEqual([
         `arn:aws:iam::${ACCOUNT}:policy/petstore-${STAGE}-bootstrap-boundary`,
