@@ -21,28 +21,15 @@ export const GITHUB_OIDC_AUDIENCE = 'sts.amazonaws.com'
  */
 export const BOOTSTRAP_ROLES_ASSUMED = ['deploy-role', 'file-publishing-role'] as const
 
-/**
- * The management calls of the smoke test's temporary key, made and revoked with the keys CLI
- * (create, then revoke): the role gets exactly their permissions (docs/operations.md#iam-permissions).
- */
-export const SMOKE_KEY_PERMISSIONS = [
-  'apigateway:GET /usageplans',
-  'apigateway:GET /apikeys',
-  'apigateway:POST /apikeys',
-  'apigateway:PUT /tags/*',
-  'apigateway:POST /usageplans/*/keys',
-  'apigateway:GET /apikeys/*',
-  'apigateway:DELETE /apikeys/*',
-] as const
-
 export interface GitHubDeployRoleProps {
   stage: StageName
   release: ReleaseConfig
 }
 
 /**
- * Least privilege for one stage's deploy job: assume that account's bootstrap roles, read the
- * stage's stack outputs, make and revoke the smoke test's key and run the stage's key sync. Only
+ * Least privilege for one stage's deploy job: assume that account's bootstrap roles and read the
+ * stage's stack outputs (the smoke test's base URL). No API key management at all: the smoke test
+ * calls with the stage's dedicated key, a GitHub environment secret (docs/release-permissions.md). Only
  * a workflow job of the named repository running in the GitHub environment named after the stage
  * can assume it: the OIDC `sub` must equal, exactly, the subject GitHub sends for that job
  * (`oidcSubjects`: `repo:OWNER@OWNER_ID/REPO@REPO_ID:environment:<stage>` with the ids set, the
@@ -106,31 +93,6 @@ export class GitHubDeployRole extends Construct {
       [stackArn('api'), stackArn('data')],
       "The stage's two stacks by name: the * is the stack id CloudFormation appends to a stack's ARN.",
     )
-    for (const [verb, paths] of groupByVerb(SMOKE_KEY_PERMISSIONS)) {
-      scoped(
-        `SmokeKey${verb}`,
-        `apigateway:${verb}`,
-        paths.map((path) => `arn:${partition}:apigateway:${region}::${path}`),
-        "The smoke test's temporary key: a * is the id of the key it made, of a usage plan, or of the tags of the key it made (API Gateway authorizes management calls by path).",
-      )
-    }
-    // CloudFormation names the function and the table `<stack>-<logical id>-<suffix>`.
-    scoped(
-      'RunKeySync',
-      'lambda:InvokeFunction',
-      [
-        `arn:${partition}:lambda:${region}:${account}:function:${stackName(stage, 'api')}-ApiKeySyncFunction*`,
-      ],
-      "The stage's key-sync function: the * is the suffix CloudFormation gives its name.",
-    )
-    scoped(
-      'ReadKeyMirror',
-      'dynamodb:GetItem',
-      [
-        `arn:${partition}:dynamodb:${region}:${account}:table/${stackName(stage, 'data')}-KeyMirrorTable*`,
-      ],
-      "The stage's key mirror table: the * is the suffix CloudFormation gives its name.",
-    )
   }
 
   /**
@@ -145,15 +107,4 @@ export class GitHubDeployRole extends Construct {
     provider.applyRemovalPolicy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
     return provider.attrArn
   }
-}
-
-/** `apigateway:VERB /path` entries, grouped by verb: one statement per action. */
-const groupByVerb = (permissions: readonly string[]): Map<string, string[]> => {
-  const byVerb = new Map<string, string[]>()
-  for (const permission of permissions) {
-    const [action, path] = permission.split(' ') as [string, string]
-    const verb = action.replace('apigateway:', '')
-    byVerb.set(verb, [...(byVerb.get(verb) ?? []), path])
-  }
-  return byVerb
 }

@@ -1,5 +1,12 @@
 // One stage's release access: the role its GitHub Actions deploy job assumes.
-import { type App, CfnOutput, Stack, type StackProps, Tags } from 'aws-cdk-lib'
+import {
+  type App,
+  CfnOutput,
+  LegacyStackSynthesizer,
+  Stack,
+  type StackProps,
+  Tags,
+} from 'aws-cdk-lib'
 import { type PetstoreSettings, settingsReader } from '#infra/config/cdk-json-settings.ts'
 import {
   makesOidcProvider,
@@ -9,11 +16,17 @@ import {
 } from '#infra/config/release-config.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
 import { GitHubDeployRole } from '#infra/constructs/github-deploy-role-construct.ts'
+import { ReleasePermissions } from '#infra/constructs/release-permissions-construct.ts'
 import type { StageName } from '#shared/config/stages-config.ts'
 import { stageEnv } from './petstore-stage-stacks.ts'
 
 /** The outputs an operator copies and checks (docs/deploying.md, "The release stacks"). */
-export const RELEASE_STACK_OUTPUTS = ['RoleArn', 'OidcProviderArn', 'TrustedSubjects'] as const
+export const RELEASE_STACK_OUTPUTS = [
+  'RoleArn',
+  'OidcProviderArn',
+  'TrustedSubjects',
+  'BootstrapCommand',
+] as const
 
 export interface PetstoreReleaseStackProps extends StackProps {
   stage: StageName
@@ -21,18 +34,24 @@ export interface PetstoreReleaseStackProps extends StackProps {
 }
 
 /**
- * Deployed once per stage by an administrator (`npm run release:setup:<stage>`), never by the
- * pipeline: its name is outside `petstore-<stage>-*`, the stacks the pipeline deploys. Its
- * outputs are what the GitHub environment needs and what an operator checks: `RoleArn`,
+ * Deployed once per stage by an administrator with their own credentials
+ * (`npm run release:setup:<stage>`), never by the pipeline: its name is outside
+ * `petstore-<stage>-*`, the stacks the pipeline deploys, and it uses no bootstrap role at all (the
+ * legacy synthesizer deploys with the CLI's credentials and needs no bootstrap), so it exists before
+ * `cdk bootstrap` names its policies, and the bootstrap roles' boundary denies every change to a
+ * `petstore-release-*` stack, its role and its policies (docs/release-permissions.md). Its outputs
+ * are what the GitHub environment needs and what an operator checks: `RoleArn`,
  * `OidcProviderArn`, `TrustedSubjects`.
  */
 export class PetstoreReleaseStack extends Stack {
   readonly deployRole: GitHubDeployRole
+  readonly permissions: ReleasePermissions
 
   constructor(scope: App, id: string, { stage, release, ...props }: PetstoreReleaseStackProps) {
-    super(scope, id, props)
+    super(scope, id, { synthesizer: new LegacyStackSynthesizer(), ...props })
+    this.permissions = new ReleasePermissions(this, 'Permissions', { stage })
     this.deployRole = new GitHubDeployRole(this, 'GitHubDeployRole', { stage, release })
-    const [roleArn, providerArn, subjects] = RELEASE_STACK_OUTPUTS
+    const [roleArn, providerArn, subjects, bootstrap] = RELEASE_STACK_OUTPUTS
     new CfnOutput(this, roleArn, {
       value: this.deployRole.role.roleArn,
       description: `Set as the ${stage} environment's AWS_DEPLOY_ROLE_ARN variable in GitHub`,
@@ -44,6 +63,10 @@ export class PetstoreReleaseStack extends Stack {
     new CfnOutput(this, subjects, {
       value: oidcSubjects(release, stage).join(' '),
       description: `The OIDC subjects (sub) the role accepts, each matched exactly: GitHub's for a job in the ${stage} environment`,
+    })
+    new CfnOutput(this, bootstrap, {
+      value: this.permissions.bootstrapCommand,
+      description: `How to bootstrap ${stage}'s account and Region with these policies (an administrator, once)`,
     })
   }
 }

@@ -2,6 +2,7 @@ import { type App, Tags } from 'aws-cdk-lib'
 import { type PetstoreSettings, settingsReader } from '#infra/config/cdk-json-settings.ts'
 import { readStageConfig, type StageConfig, selectedStages } from '#infra/config/stage-config.ts'
 import type { ContextReader } from '#infra/config/stage-context-reader.ts'
+import { applyStageRoles } from '#infra/constructs/stage-roles-aspect.ts'
 import { stageTags } from '#keys/usage-plans-config.ts'
 import { stackName } from '#shared/config/stack-names-config.ts'
 import { PetstoreApiStack } from './petstore-api-stack.ts'
@@ -47,6 +48,8 @@ export const addStageStacks = (app: App, config: StageConfig): StageStacks => {
   for (const stack of [data, api]) {
     for (const [key, value] of Object.entries(stageTags(config.stage)))
       Tags.of(stack).add(key, value)
+    // What the release path's execution policy requires of every role (docs/release-permissions.md).
+    applyStageRoles(stack, config.stage)
   }
   return { config, data, api }
 }

@@ -20,10 +20,13 @@ import { runSmoke, type SmokeKeys, type SmokeOptions, TemporaryKeyError } from '
 
 const USAGE = `usage: npm run smoke -- [--stage ${STAGE_NAMES.join('|')} [--region R]] [--base-url <url>] [--key <key>] [--allow-writes] [--json]
   --stage S        a deployed stage: its BaseUrl (or --base-url, e.g. a custom domain) and a temporary
-                   key made and revoked with the keys CLI (needs the operator's AWS credentials)
+                   key made and revoked with the keys CLI (needs the operator's AWS credentials), or
+                   the stage's dedicated smoke key from PETSTORE_SMOKE_KEY (the release pipeline's)
   --base-url URL   another server; with --key, that key is used as it is; without, the URL must be
                    a local server (npm start), whose control plane makes the temporary key
   (neither)        the local server where npm start listens (HOST, PORT)
+  PETSTORE_SMOKE_KEY  (environment) a key used as --key is: a CI secret stays off the command line,
+                   which npm echoes
   --allow-writes   create a pet on a server given with --base-url and --key (the local server and
                    staging are written to anyway; production never is: its checks are read-only)
   --json           the result as one JSON document on stdout (the report's lines go to stderr)`
@@ -90,13 +93,47 @@ export interface SmokeIo extends CommandIo {
 }
 
 /** The CLI's whole run: `io` takes the process's streams and environment (tests pass their own). */
-export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise<number> => {
-  // A key given with --key (or typed where it does not belong) is repeated by no message.
-  const io: SmokeIo = {
-    ...smokeIo,
-    stdout: maskingArguments(argv, smokeIo.stdout),
-    stderr: maskingArguments(argv, smokeIo.stderr),
+/**
+ * The environment variable of the stage's dedicated smoke key: the release workflow sets it from
+ * the GitHub environment secret SMOKE_API_KEY, so the release role needs no key management.
+ */
+export const SMOKE_KEY_VARIABLE = 'PETSTORE_SMOKE_KEY'
+
+/**
+ * The key to call with: `--key`, or the stage's smoke key from PETSTORE_SMOKE_KEY. Set but empty
+ * means the workflow's secret is missing: an error, as is a key given both ways.
+ */
+const keyFromEnvironment = (
+  fromEnv: string | undefined,
+  fromArgs: string | undefined,
+): { key?: string | undefined; error?: string } => {
+  if (fromEnv === undefined) return { key: fromArgs }
+  if (!fromEnv.trim()) {
+    return {
+      error: `${SMOKE_KEY_VARIABLE} is set but empty: it holds the stage's smoke key (in the release workflow, the GitHub environment secret SMOKE_API_KEY)`,
+    }
   }
+  if (fromArgs !== undefined) {
+    return { error: `--key and ${SMOKE_KEY_VARIABLE} both give a key: give one` }
+  }
+  return { key: fromEnv.trim() }
+}
+
+/**
+ * The io with every key of `secrets` masked: a key given with --key or PETSTORE_SMOKE_KEY (or
+ * typed where it does not belong) is repeated by no message.
+ */
+const maskedIo = (smokeIo: SmokeIo, secrets: string[]): SmokeIo => ({
+  ...smokeIo,
+  stdout: maskingArguments(secrets, smokeIo.stdout),
+  stderr: maskingArguments(secrets, smokeIo.stderr),
+})
+
+const NEEDS_TARGET = 'needs --base-url or --stage'
+
+export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise<number> => {
+  const fromEnv = smokeIo.env[SMOKE_KEY_VARIABLE]
+  const io = maskedIo(smokeIo, fromEnv?.trim() ? [...argv, fromEnv.trim()] : argv)
   let values: {
     stage?: string
     region?: string
@@ -128,9 +165,12 @@ export const runSmokeCommand = async (argv: string[], smokeIo: SmokeIo): Promise
   }
   // With --json, stdout carries the one document; the report's lines go to stderr.
   const say = (line: string) => (values.json ? io.stderr : io.stdout)(`${line}\n`)
+  const givenKey = keyFromEnvironment(fromEnv, values.key)
+  if (givenKey.error) return usageError(io, givenKey.error)
+  values.key = givenKey.key
   const baseUrl = values['base-url']?.replace(/\/+$/, '')
   if (values.key !== undefined && baseUrl === undefined && values.stage === undefined) {
-    return usageError(io, '--key needs --base-url or --stage')
+    return usageError(io, `${fromEnv === undefined ? '--key' : SMOKE_KEY_VARIABLE} ${NEEDS_TARGET}`)
   }
   const { stage } = values
   if (stage !== undefined && !(STAGE_NAMES as readonly string[]).includes(stage)) {

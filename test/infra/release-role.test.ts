@@ -4,12 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { settingsReader } from '#infra/config/cdk-json-settings.ts'
 import { readReleaseConfig } from '#infra/config/release-config.ts'
 import { readStageConfig } from '#infra/config/stage-config.ts'
-import { SMOKE_KEY_PERMISSIONS } from '#infra/constructs/github-deploy-role-construct.ts'
 import { addReleaseStacks, PetstoreReleaseStack } from '#infra/stacks/petstore-release-stack.ts'
-import {
-  MANAGEMENT_PERMISSIONS,
-  permissionPattern,
-} from '#ops/keys/management-permissions-config.ts'
 import type { StageName } from '#shared/config/stages-config.ts'
 import { RELEASE_SETTINGS, settingsOf } from './support/stage-settings.ts'
 
@@ -81,48 +76,22 @@ describe.each(['staging', 'production'] as const)('the %s release role', (stage)
     ])
   })
 
-  it("reads only the stage's stack outputs, and runs only the stage's key sync and mirror", () => {
+  it("reads only the stage's stack outputs, and holds no key management, key sync or mirror read", () => {
     const bySid = Object.fromEntries(policyStatements(template).map((s) => [s.Sid, s]))
-    const grant = (sid: string) => ({
-      actions: asList(bySid[sid]?.Action),
-      resources: asList(bySid[sid]?.Resource),
-    })
-    expect(grant('ReadStageOutputs')).toEqual({
+    expect({
+      actions: asList(bySid.ReadStageOutputs?.Action),
+      resources: asList(bySid.ReadStageOutputs?.Resource),
+    }).toEqual({
       actions: ['cloudformation:DescribeStacks'],
       resources: [
         `arn:aws:cloudformation:${REGION}:${ACCOUNT}:stack/petstore-${stage}-api/*`,
         `arn:aws:cloudformation:${REGION}:${ACCOUNT}:stack/petstore-${stage}-data/*`,
       ],
     })
-    expect(grant('RunKeySync')).toEqual({
-      actions: ['lambda:InvokeFunction'],
-      resources: [
-        `arn:aws:lambda:${REGION}:${ACCOUNT}:function:petstore-${stage}-api-ApiKeySyncFunction*`,
-      ],
-    })
-    expect(grant('ReadKeyMirror')).toEqual({
-      actions: ['dynamodb:GetItem'],
-      resources: [
-        `arn:aws:dynamodb:${REGION}:${ACCOUNT}:table/petstore-${stage}-data-KeyMirrorTable*`,
-      ],
-    })
-    // Nothing else: the assume, outputs, key sync, mirror and smoke-key statements only.
-    expect(
-      Object.keys(bySid)
-        .filter((sid) => !sid?.startsWith('SmokeKey'))
-        .sort(),
-    ).toEqual(['AssumeBootstrapRoles', 'ReadKeyMirror', 'ReadStageOutputs', 'RunKeySync'])
-  })
-
-  it("gets exactly the smoke test's key permissions on API Gateway, in the stage's Region", () => {
-    const granted = policyStatements(template)
-      .filter((s) => asList(s.Action).some((action) => action.startsWith('apigateway:')))
-      .flatMap((s) =>
-        asList(s.Resource).map(
-          (arn) => `${asList(s.Action)[0]} ${arn.replace(`arn:aws:apigateway:${REGION}::`, '')}`,
-        ),
-      )
-    expect(granted.sort()).toEqual([...SMOKE_KEY_PERMISSIONS].sort())
+    // Nothing else: the smoke test calls with the stage's dedicated key (an environment secret).
+    expect(Object.keys(bySid).sort()).toEqual(['AssumeBootstrapRoles', 'ReadStageOutputs'])
+    const actions = policyStatements(template).flatMap((s) => asList(s.Action))
+    expect(actions.filter((a) => /^(apigateway|lambda|dynamodb):/.test(a))).toEqual([])
   })
 
   it("has no action or resource wildcard beyond a named resource's suffix", () => {
@@ -135,19 +104,6 @@ describe.each(['staging', 'production'] as const)('the %s release role', (stage)
 })
 
 describe('the release settings', () => {
-  it("are the keys CLI's own permissions for making and revoking the smoke test's key", () => {
-    const smokeCalls = [
-      'GetUsagePlansCommand',
-      'GetApiKeysCommand',
-      'CreateApiKeyCommand',
-      'CreateUsagePlanKeyCommand',
-      'GetApiKeyCommand',
-      'DeleteApiKeyCommand',
-    ]
-    for (const call of smokeCalls) expect(MANAGEMENT_PERMISSIONS).toHaveProperty(call)
-    expect(new Set(smokeCalls.flatMap(permissionPattern))).toEqual(new Set(SMOKE_KEY_PERMISSIONS))
-  })
-
   it("put each stage's release role in that stage's own account and Region", () => {
     const settings = settingsOf({
       ...RELEASE_SETTINGS,

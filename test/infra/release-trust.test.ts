@@ -261,10 +261,15 @@ describe("a release configuration's accounts", () => {
 })
 
 describe("a release stack's outputs", () => {
-  it('are RoleArn, OidcProviderArn and TrustedSubjects, by those very names', () => {
+  it('are RoleArn, OidcProviderArn, TrustedSubjects and BootstrapCommand, by those very names', () => {
     const template = releaseStacks(TWO_ACCOUNTS).template('production')
     const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>
-    expect(Object.keys(outputs).sort()).toEqual(['OidcProviderArn', 'RoleArn', 'TrustedSubjects'])
+    expect(Object.keys(outputs).sort()).toEqual([
+      'BootstrapCommand',
+      'OidcProviderArn',
+      'RoleArn',
+      'TrustedSubjects',
+    ])
     expect([...RELEASE_STACK_OUTPUTS].sort()).toEqual(Object.keys(outputs).sort())
     expect(outputs.TrustedSubjects?.Value).toBe(
       `repo:acme@${OWNER_ID}/petstore@${REPOSITORY_ID}:environment:production`,

@@ -1,0 +1,406 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: asset manifests write ${AWS::AccountId}
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { EXECUTION_PERMISSIONS, ROLE_SERVICES } from '#infra/config/execution-permissions-config.ts'
+import { stageRolePath } from '#infra/config/release-permissions-config.ts'
+import type { Evaluation, IamRequest } from '#local/iam/iam-policy-evaluator.ts'
+import type { StageName } from '#shared/config/stages-config.ts'
+import { REPO_ROOT } from './support/cdk-json.ts'
+import { deployedStage } from './support/deployed-names.ts'
+import {
+  ACCOUNT,
+  type Identity,
+  QUALIFIER,
+  REGION,
+  type ReleasePath,
+  releasePath,
+  scopeOf,
+} from './support/release-path.ts'
+import { appAssemblyDir, appStage } from './support/synth-app.ts'
+
+/**
+ * Issue 44's escalation table, evaluated with the project's IAM evaluator (local/iam) on what
+ * ships: the release role (synthesized release stack), the CDK deploy and file-publishing roles
+ * (the pinned bootstrap template, bootstrapped as docs/release-permissions.md says) and the
+ * CloudFormation execution role (the execution policy), each under the bootstrap boundary. Every
+ * forbidden act is denied to every one of them; everything a release of the synthesized stage
+ * templates does is allowed to the identity that does it. docs/release-permissions.md shows the
+ * same table (checked below).
+ */
+const STAGES = ['staging', 'production'] as const
+const stack = (name: string) =>
+  `arn:aws:cloudformation:${REGION}:${ACCOUNT}:stack/${name}/0a1b2c3d-1111-2222-3333-444455556666`
+const iam = (resource: string) => `arn:aws:iam::${ACCOUNT}:${resource}`
+const bootstrapRoleArn = (name: string) => iam(`role/cdk-${QUALIFIER}-${name}-${ACCOUNT}-${REGION}`)
+
+interface ForbiddenAct {
+  act: string
+  requests: (stage: string, path: ReleasePath) => IamRequest[]
+}
+
+/** The acts issue 44 lists, each as the IAM requests that would do it (in staging's account). */
+const FORBIDDEN: ForbiddenAct[] = [
+  {
+    act: 'update or delete `petstore-release-*`',
+    requests: (stage) =>
+      [
+        'cloudformation:UpdateStack',
+        'cloudformation:CreateChangeSet',
+        'cloudformation:ExecuteChangeSet',
+        'cloudformation:DeleteStack',
+      ].map((action) => ({ action, resource: stack(`petstore-release-${stage}`) })),
+  },
+  {
+    act: "change the release role's policies",
+    requests: (_stage, path) =>
+      [
+        'iam:PutRolePolicy',
+        'iam:AttachRolePolicy',
+        'iam:DeleteRolePolicy',
+        'iam:DetachRolePolicy',
+        'iam:DeleteRolePermissionsBoundary',
+      ].map((action) => ({ action, resource: path.releaseRole.arn })),
+  },
+  {
+    act: "change the release role's trust",
+    requests: (_stage, path) => [
+      { action: 'iam:UpdateAssumeRolePolicy', resource: path.releaseRole.arn },
+      {
+        action: 'iam:AddClientIDToOpenIDConnectProvider',
+        resource: iam('oidc-provider/token.actions.githubusercontent.com'),
+      },
+    ],
+  },
+  {
+    act: 'touch the `CDKToolkit` stack',
+    requests: () =>
+      [
+        'cloudformation:UpdateStack',
+        'cloudformation:CreateChangeSet',
+        'cloudformation:DeleteStack',
+      ].map((action) => ({ action, resource: stack('CDKToolkit') })),
+  },
+  {
+    act: 'touch its roles',
+    requests: () =>
+      ['deploy-role', 'cfn-exec-role', 'file-publishing-role'].flatMap((role) =>
+        [
+          'iam:PutRolePolicy',
+          'iam:AttachRolePolicy',
+          'iam:UpdateAssumeRolePolicy',
+          'iam:DeleteRole',
+        ].map((action) => ({ action, resource: bootstrapRoleArn(role) })),
+      ),
+  },
+  {
+    act: 'change the execution policy or a boundary',
+    requests: (stage) =>
+      [
+        `petstore-${stage}-cfn-execution-1`,
+        `petstore-${stage}-role-boundary`,
+        `petstore-${stage}-bootstrap-boundary`,
+      ].flatMap((name) =>
+        ['iam:CreatePolicyVersion', 'iam:SetDefaultPolicyVersion', 'iam:DeletePolicy'].map(
+          (action) => ({ action, resource: iam(`policy/${name}`) }),
+        ),
+      ),
+  },
+  {
+    act: 'create an IAM user',
+    requests: () => [{ action: 'iam:CreateUser', resource: iam('user/intruder') }],
+  },
+  {
+    act: 'create an access key',
+    requests: () => [
+      { action: 'iam:CreateAccessKey', resource: iam('user/intruder') },
+      { action: 'iam:CreateLoginProfile', resource: iam('user/intruder') },
+    ],
+  },
+  {
+    act: 'create a role without the boundary',
+    requests: (stage) => [
+      { action: 'iam:CreateRole', resource: iam(`role${stageRolePath(stage)}escape`) },
+      {
+        action: 'iam:CreateRole',
+        resource: iam(`role${stageRolePath(stage)}escape`),
+        context: { 'iam:PermissionsBoundary': iam('policy/petstore-any-boundary-but-ours') },
+      },
+      {
+        // The stage's boundary, but outside the stage's path: not a role the stage may make.
+        action: 'iam:CreateRole',
+        resource: iam('role/escape'),
+        context: { 'iam:PermissionsBoundary': iam(`policy/petstore-${stage}-role-boundary`) },
+      },
+      {
+        action: 'iam:DeleteRolePermissionsBoundary',
+        resource: iam(`role${stageRolePath(stage)}x`),
+      },
+    ],
+  },
+  {
+    act: 'attach AdministratorAccess',
+    requests: (stage) => [
+      {
+        action: 'iam:AttachRolePolicy',
+        resource: iam(`role${stageRolePath(stage)}x`),
+        context: { 'iam:PolicyARN': 'arn:aws:iam::aws:policy/AdministratorAccess' },
+      },
+      {
+        action: 'iam:PutRolePolicy',
+        resource: iam('role/cdk-hnb659fds-cfn-exec-role-111111111111-eu-west-1'),
+      },
+    ],
+  },
+  {
+    act: "read a customer's key value",
+    requests: () => [
+      { action: 'apigateway:GET', resource: `arn:aws:apigateway:${REGION}::/apikeys/a1b2c3d4e5` },
+      { action: 'apigateway:GET', resource: `arn:aws:apigateway:${REGION}::/apikeys` },
+    ],
+  },
+  {
+    act: "turn off production's termination protection",
+    requests: () =>
+      ['petstore-production-api', 'petstore-production-data'].map((name) => ({
+        action: 'cloudformation:UpdateTerminationProtection',
+        resource: stack(name),
+      })),
+  },
+  {
+    act: "delete production's data stack",
+    requests: () => [
+      { action: 'cloudformation:DeleteStack', resource: stack('petstore-production-data') },
+    ],
+  },
+]
+
+const identities = (path: ReleasePath): Identity[] => [
+  path.releaseRole,
+  path.deployRole,
+  path.filePublishingRole,
+  path.executionRole,
+]
+
+/** How an identity answers an act: the most permissive answer over its requests. */
+const verdict = (identity: Identity, requests: IamRequest[]): Evaluation => {
+  const answers = requests.map((request) => identity.policies.evaluate(request))
+  return (
+    answers.find((a) => a.decision === 'allow') ??
+    answers.find((a) => a.decision === 'implicit-deny') ??
+    (answers[0] as Evaluation)
+  )
+}
+
+const cell = (evaluation: Evaluation): string =>
+  evaluation.decision === 'allow'
+    ? 'ALLOW'
+    : evaluation.decision === 'explicit-deny'
+      ? `Deny (${evaluation.statement?.sid ?? 'explicit'})`
+      : 'Deny (implicit)'
+
+/** The table as docs/release-permissions.md shows it (staging's account; production's is the same). */
+const escalationTable = (stage: StageName): string[] => {
+  const path = releasePath(stage)
+  return FORBIDDEN.map(({ act, requests }) => {
+    const cells = identities(path).map((identity) => cell(verdict(identity, requests(stage, path))))
+    return `| ${act} | ${cells.join(' | ')} |`
+  })
+}
+
+describe('the escalation table: every forbidden act is denied on the release path', () => {
+  for (const stage of STAGES) {
+    const path = releasePath(stage)
+    for (const { act, requests } of FORBIDDEN) {
+      const row = identities(path)
+        .map((identity) => `${identity.name}: ${cell(verdict(identity, requests(stage, path)))}`)
+        .join('; ')
+      it(`${stage}: ${act} → ${row}`, () => {
+        for (const identity of identities(path)) {
+          for (const request of requests(stage, path)) {
+            const { decision, reason } = identity.policies.evaluate(request)
+            expect(
+              decision,
+              `${identity.name}: ${request.action} on ${request.resource}: ${reason}`,
+            ).not.toBe('allow')
+          }
+        }
+      })
+    }
+  }
+
+  it('is the table docs/release-permissions.md shows', () => {
+    const doc = readFileSync(join(REPO_ROOT, 'docs/release-permissions.md'), 'utf8')
+    const rows = escalationTable('staging')
+    expect(
+      rows.filter((row) => !doc.includes(row)),
+      'docs/release-permissions.md, "The escalation table": put these rows there',
+    ).toEqual([])
+    // Production's account answers the same.
+    expect(escalationTable('production')).toEqual(
+      rows.map((row) => row.replaceAll('staging', 'production')),
+    )
+  })
+})
+
+/** What a release of the synthesized stage templates does, each act with the identity that does it. */
+const releaseActs = (
+  stage: StageName,
+): { who: keyof ReleasePath; what: string; request: IamRequest }[] => {
+  const scope = scopeOf(stage)
+  const { data, api } = appStage(stage)
+  const stacks = { [`petstore-${stage}-data`]: data, [`petstore-${stage}-api`]: api }
+  const deployed = deployedStage(scope, stacks)
+  const acts: { who: keyof ReleasePath; what: string; request: IamRequest }[] = []
+  const add = (who: keyof ReleasePath, what: string, request: IamRequest) =>
+    acts.push({ who, what, request })
+  for (const name of Object.keys(stacks)) {
+    add('releaseRole', 'the smoke test reads the stage outputs', {
+      action: 'cloudformation:DescribeStacks',
+      resource: stack(name),
+    })
+    for (const action of [
+      'cloudformation:DescribeStacks',
+      'cloudformation:GetTemplate',
+      'cloudformation:CreateChangeSet',
+      'cloudformation:DescribeChangeSet',
+      'cloudformation:ExecuteChangeSet',
+      'cloudformation:DeleteChangeSet',
+      'cloudformation:DescribeStackEvents',
+    ]) {
+      add('deployRole', `cdk deploy ${name}`, { action, resource: stack(name) })
+    }
+    // Production's first deploy (`--method=direct`) creates its stacks with termination protection.
+    if (stage === 'production') {
+      add('deployRole', `first deploy of ${name}`, {
+        action: 'cloudformation:CreateStack',
+        resource: stack(name),
+      })
+    }
+  }
+  for (const role of ['deploy-role', 'file-publishing-role']) {
+    add('releaseRole', 'cdk deploy assumes the bootstrap role', {
+      action: 'sts:AssumeRole',
+      resource: bootstrapRoleArn(role),
+    })
+  }
+  add('deployRole', 'cdk deploy passes the execution role', {
+    action: 'iam:PassRole',
+    resource: bootstrapRoleArn('cfn-exec-role'),
+  })
+  add('deployRole', 'CloudFormation reads the bootstrap version', {
+    action: 'ssm:GetParameters',
+    resource: `arn:aws:ssm:${REGION}:${ACCOUNT}:parameter/cdk-bootstrap/${QUALIFIER}/version`,
+  })
+  // Every asset the assembly's manifests publish, to the destination they name.
+  for (const name of Object.keys(stacks)) {
+    const manifest = JSON.parse(
+      readFileSync(join(appAssemblyDir(), `${name}.assets.json`), 'utf8'),
+    ) as {
+      files: Record<
+        string,
+        { destinations: Record<string, { bucketName: string; objectKey: string }> }
+      >
+    }
+    for (const file of Object.values(manifest.files)) {
+      for (const destination of Object.values(file.destinations)) {
+        const bucket = destination.bucketName
+          .replace('${AWS::AccountId}', ACCOUNT)
+          .replace('${AWS::Region}', REGION)
+        add('filePublishingRole', `publish ${destination.objectKey}`, {
+          action: 's3:PutObject',
+          resource: `arn:aws:s3:::${bucket}/${destination.objectKey}`,
+          context: { 'aws:ResourceAccount': ACCOUNT },
+        })
+      }
+    }
+  }
+  for (const resource of deployed.resources) {
+    const properties = deployed.resolve(resource.stack, resource.properties) as Record<
+      string,
+      unknown
+    >
+    const entry = EXECUTION_PERMISSIONS[resource.type]
+    if (!entry) throw new Error(`${resource.type}: no execution permissions entry`)
+    const what = `${resource.type} ${resource.logicalId}`
+    // The type's management actions, on this resource as CloudFormation names it.
+    const actions = new Set(entry.statements(scope).flatMap((s) => s.actions))
+    for (const action of actions) {
+      if (
+        action.startsWith('iam:') ||
+        action.startsWith('s3:') ||
+        action.includes('GetRandomPassword')
+      )
+        continue
+      if (action === 'logs:DescribeLogGroups' || action === 'codedeploy:GetDeploymentConfig')
+        continue
+      if (action === 'apigateway:SetWebACL') continue
+      add('executionRole', what, { action, resource: resource.arn })
+    }
+    if (resource.type === 'AWS::IAM::Role') {
+      add('executionRole', `${what}: created with its boundary`, {
+        action: 'iam:CreateRole',
+        resource: resource.arn,
+        context: { 'iam:PermissionsBoundary': properties.PermissionsBoundary as string },
+      })
+      for (const arn of (properties.ManagedPolicyArns as string[] | undefined) ?? []) {
+        add('executionRole', `${what}: attach ${arn}`, {
+          action: 'iam:AttachRolePolicy',
+          resource: resource.arn,
+          context: { 'iam:PolicyARN': arn },
+        })
+      }
+      const trust = properties.AssumeRolePolicyDocument as {
+        Statement: { Principal: { Service?: string } }[]
+      }
+      for (const service of trust.Statement.map((s) => s.Principal.Service).filter(Boolean)) {
+        expect(ROLE_SERVICES).toContain(service)
+        add('executionRole', `${what}: passed to ${service}`, {
+          action: 'iam:PassRole',
+          resource: resource.arn,
+          context: { 'iam:PassedToService': service as string },
+        })
+      }
+    }
+    if (resource.type === 'AWS::IAM::Policy') {
+      for (const roleName of properties.Roles as string[]) {
+        const role = deployed.resources.find(
+          (r) => r.type === 'AWS::IAM::Role' && r.ref === roleName,
+        )
+        add('executionRole', `${what}: on ${roleName}`, {
+          action: 'iam:PutRolePolicy',
+          resource: role?.arn ?? 'unknown',
+        })
+      }
+    }
+    if (resource.type === 'AWS::Lambda::Function') {
+      const code = properties.Code as { S3Bucket: string; S3Key: string }
+      add('executionRole', `${what}: its bundle`, {
+        action: 's3:GetObject',
+        resource: `arn:aws:s3:::${code.S3Bucket}/${code.S3Key}`,
+      })
+    }
+  }
+  return acts
+}
+
+describe('the release path allows everything a release of the synthesized stage templates does', () => {
+  it.each(STAGES)('%s: every act, by the identity that makes it', (stage) => {
+    const path = releasePath(stage)
+    const acts = releaseActs(stage)
+    expect(acts.length).toBeGreaterThan(600)
+    const refused = acts
+      .map(({ who, what, request }) => ({
+        who,
+        what,
+        request,
+        answer: (path[who] as Identity).policies.evaluate(request),
+      }))
+      .filter(({ answer }) => answer.decision !== 'allow')
+      .map(
+        ({ who, what, request, answer }) =>
+          `${who}, ${what}: ${request.action} on ${request.resource} (${answer.reason})`,
+      )
+    expect(refused).toEqual([])
+  })
+})
