@@ -24,6 +24,8 @@ export const STAGE_SETTINGS = [
   'largestPlanPerMinute',
   'wafKeyedPerAddressPerMinute',
   'wafExemptAddresses',
+  'wafAutoBlockUnauthorizedPerMinute',
+  'wafAutoBlockMinutes',
   'authorizerReservedConcurrency',
   'apiGatewayCloudWatchRole',
   'corsAllowOrigin',
