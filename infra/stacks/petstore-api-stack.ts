@@ -2,6 +2,7 @@ import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import type { Construct } from 'constructs'
 import { metricsNamespace, type StageConfig } from '#infra/config/stage-config.ts'
+import { addAddressBlockAlarms } from '#infra/constructs/address-block-construct.ts'
 import { addGradualDeployments } from '#infra/constructs/gradual-deployment-construct.ts'
 import { PetstoreApi } from '#infra/constructs/petstore-api-construct.ts'
 import { PetstoreMonitoring } from '#infra/constructs/petstore-monitoring-construct.ts'
@@ -68,6 +69,10 @@ export class PetstoreApiStack extends Stack {
       ...(config.alarmEmail ? { alarmEmail: config.alarmEmail } : {}),
     })
 
+    if (this.petstoreApi.addressBlockFunction) {
+      addAddressBlockAlarms(this.monitoring, config, this.monitoring.topic)
+    }
+
     addTopConsumers(this, {
       stage,
       accessLogGroup: this.petstoreApi.accessLogGroup,
@@ -133,6 +138,14 @@ export class PetstoreApiStack extends Stack {
         description:
           'The WAF IP set an operator adds addresses to, to refuse them for a while: name|id|scope (docs/operations.md, Support runbook)',
         value: blocked.ref,
+      })
+    }
+    const addressBlock = this.petstoreApi.addressBlockFunction
+    if (addressBlock) {
+      new CfnOutput(this, 'AddressBlockFunctionName', {
+        description:
+          'Invoke with {"lift": [<addresses>]} to end automatic blocks early (docs/operations.md, Automatic block)',
+        value: addressBlock.function.functionName,
       })
     }
     new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn })
