@@ -1,3 +1,4 @@
+import type { PlanLimits } from '#shared/config/plans-config.ts'
 import {
   defaultEdgeNumbers,
   type EdgeNumbers,
@@ -7,8 +8,7 @@ import {
   largestStagePlanPerMinute,
   WAF_LIMIT_RANGE,
   wafPerKeyLimit,
-} from '#shared/config/edge-rules-config.ts'
-import type { PlanLimits } from '#shared/config/plans-config.ts'
+} from '#shared/edge/edge-rules-config.ts'
 import type { StageContext } from './stage-context-reader.ts'
 
 /** The WAF's numbers for one stage (docs/operations.md, "Edge rules"). */

@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib'
+import { CfnOutput, Duration, RemovalPolicy, Validations } from 'aws-cdk-lib'
 import { Alarm, ComparisonOperator, Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch'
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions'
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events'
@@ -115,15 +115,24 @@ export const addAddressBlock = (
 }
 
 /**
- * The automatic block's alarms, on the stage's topic: an address was blocked (someone tried many
- * keys, or a customer's egress needs `wafExemptAddresses`), and the function failing to count or
- * to write the block lists (blocks then wait for a run that can).
+ * The automatic block's alarms, in the monitoring construct and on the stage's topic: an address
+ * was blocked (someone tried many keys, or a customer's egress needs `wafExemptAddresses`), and
+ * the function failing to count or to write the block lists (blocks then wait for a run that
+ * can); and the stack output an operator lifts a block with.
  */
-export const addAddressBlockAlarms = (
-  scope: Construct,
+export const addAddressBlockWatch = (
+  stack: Construct,
   config: StageConfig,
-  topic: ITopic,
+  fn: PetstoreFunction,
+  monitoring: Construct & { topic: ITopic },
 ): Alarm[] => {
+  new CfnOutput(stack, 'AddressBlockFunctionName', {
+    description:
+      'Invoke with {"lift": [<addresses>]} to end automatic blocks early (docs/operations.md, Automatic block)',
+    value: fn.function.functionName,
+  })
+  const scope = monitoring
+  const topic = monitoring.topic
   const metric = (metricName: string) =>
     new Metric({
       namespace: metricsNamespace(config.stage),

@@ -13,7 +13,7 @@ import {
   MAX_KEYED_HEADER_LENGTH,
   MIN_KEYED_HEADER_LENGTH,
   PREFLIGHT_METHOD,
-} from '#shared/config/edge-rules-config.ts'
+} from '#shared/edge/edge-rules-config.ts'
 import { ERROR_MESSAGES, ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
 import { corsHeaders } from '#shared/http/cors-headers.ts'
 import { MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
@@ -36,7 +36,7 @@ const visibility = (metricName: string) => ({
 
 /**
  * Requests whose Authorization header looks like it carries a key (carriesKey in
- * shared/config/edge-rules-config.ts, as WAF statements). Coarser than the gateway's token
+ * shared/edge/edge-rules-config.ts, as WAF statements). Coarser than the gateway's token
  * validation pattern (WAF's regex has no capturing groups, "Supported regular expression syntax
  * in AWS WAF", https://docs.aws.amazon.com/waf/latest/developerguide/waf-regex-pattern-support.html);
  * what passes this but not the pattern is answered 401 by API Gateway without any invocation.
@@ -265,7 +265,7 @@ const edgeIpSets = (scope: Construct, config: StageConfig): EdgeIpSets => {
  * MATCH` counts a longer body as a match, so every body between Lambda's 6 MB invoke payload limit
  * ("Lambda quotas") and API Gateway's 10 MB REST payload limit ("Amazon API Gateway quotas") is
  * refused here with a proper Error body. Then the address and key rules of EDGE_RULES
- * (shared/config/edge-rules-config.ts), in their order. A scope-down statement narrows what a
+ * (shared/edge/edge-rules-config.ts), in their order. A scope-down statement narrows what a
  * rate-based rule counts and blocks: "If you define a scope-down statement for the rule, AWS WAF
  * only aggregates, counts, and rate limits requests that match the scope-down statement"
  * (https://docs.aws.amazon.com/waf/latest/developerguide/waf-rule-statement-type-rate-based-request-limiting.html);

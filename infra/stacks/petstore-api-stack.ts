@@ -2,7 +2,7 @@ import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import type { Construct } from 'constructs'
 import { metricsNamespace, type StageConfig } from '#infra/config/stage-config.ts'
-import { addAddressBlockAlarms } from '#infra/constructs/address-block-construct.ts'
+import { addAddressBlockWatch } from '#infra/constructs/address-block-construct.ts'
 import { addGradualDeployments } from '#infra/constructs/gradual-deployment-construct.ts'
 import { PetstoreApi } from '#infra/constructs/petstore-api-construct.ts'
 import { PetstoreMonitoring } from '#infra/constructs/petstore-monitoring-construct.ts'
@@ -68,10 +68,6 @@ export class PetstoreApiStack extends Stack {
       ],
       ...(config.alarmEmail ? { alarmEmail: config.alarmEmail } : {}),
     })
-
-    if (this.petstoreApi.addressBlockFunction) {
-      addAddressBlockAlarms(this.monitoring, config, this.monitoring.topic)
-    }
 
     addTopConsumers(this, {
       stage,
@@ -140,13 +136,8 @@ export class PetstoreApiStack extends Stack {
         value: blocked.ref,
       })
     }
-    const addressBlock = this.petstoreApi.addressBlockFunction
-    if (addressBlock) {
-      new CfnOutput(this, 'AddressBlockFunctionName', {
-        description:
-          'Invoke with {"lift": [<addresses>]} to end automatic blocks early (docs/operations.md, Automatic block)',
-        value: addressBlock.function.functionName,
-      })
+    if (this.petstoreApi.addressBlockFunction) {
+      addAddressBlockWatch(this, config, this.petstoreApi.addressBlockFunction, this.monitoring)
     }
     new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn })
     new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName })

@@ -42,10 +42,15 @@ afterAll(async () => {
 })
 
 describe("the deployable bundles (the staging template's functions)", () => {
-  it('are every function of the stage: one per route, the authorizer and the key sync', () => {
+  it('are every function of the stage: one per route, the authorizer, the key sync and the automatic block', () => {
     const services = [...readAssemblyFunctions(appAssemblyDir(), 'staging').keys()].sort()
     expect(services).toEqual(
-      [...ROUTES.map((route) => route.operationId), 'authorizer', 'key-sync'].sort(),
+      [
+        ...ROUTES.map((route) => route.operationId),
+        'authorizer',
+        'key-sync',
+        'address-block',
+      ].sort(),
     )
   })
 

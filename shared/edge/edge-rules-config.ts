@@ -1,12 +1,12 @@
 import { MAX_AUTHORIZATION_LENGTH } from '#shared/auth/bearer-token.ts'
+import { limitsFor, PLAN_NAMES, type PlanLimits } from '#shared/config/plans-config.ts'
 import type { ErrorCode } from '#shared/errors/error-codes.ts'
-import { limitsFor, PLAN_NAMES, type PlanLimits } from './plans-config.ts'
 
 /**
  * The edge (docs/operations.md, "Edge rules"): what the stage's WAF web ACL counts and refuses per
  * address and per key, in priority order, with what numbers, and what it answers. One definition:
  * the CDK renders each rule as a WAF statement (infra/constructs/web-acl-construct.ts) and the
- * local gateway enforces the same rules with the same numbers (local/gateway/local-edge.ts); a
+ * local gateway enforces the same rules with the same numbers (local/edge/local-edge.ts); a
  * test holds the local edge's verdicts to the synthesized web ACL's.
  */
 
