@@ -10,6 +10,8 @@ export const LOCAL_TABLES = {
   rateLimits: 'petstore-local-rate-limits',
   idempotency: 'petstore-local-idempotency',
   keyMirror: 'petstore-local-key-mirror',
+  /** The automatic block's counts and blocks (functions/address-block). */
+  addressBlocks: 'petstore-local-address-blocks',
 }
 
 export interface LocalEnvironmentOptions {
@@ -31,7 +33,8 @@ export type LocalTableNames = typeof LOCAL_TABLES
  * The tables of one local server. The embedded DynamoDB lives in the data directory, so the names
  * can be fixed. On an external DynamoDB (`DYNAMODB_ENDPOINT`) the key mirror belongs to one control
  * plane, as on AWS it belongs to one stage: each data directory gets a mirror of its own, or one
- * server's sync would remove the other's keys. A server with its data in memory keeps nothing, so
+ * server's sync would remove the other's keys (and a table of automatic blocks of its own, as its
+ * blocks are of its own edge). A server with its data in memory keeps nothing, so
  * there every table is its own (servers one after another on DynamoDB Local start empty).
  */
 export const localTableNames = (dataDir: string, embedded: boolean): LocalTableNames => {
@@ -43,10 +46,15 @@ export const localTableNames = (dataDir: string, embedded: boolean): LocalTableN
       rateLimits: `${LOCAL_TABLES.rateLimits}-${suffix}`,
       idempotency: `${LOCAL_TABLES.idempotency}-${suffix}`,
       keyMirror: `${LOCAL_TABLES.keyMirror}-${suffix}`,
+      addressBlocks: `${LOCAL_TABLES.addressBlocks}-${suffix}`,
     }
   }
   const owner = createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 12)
-  return { ...LOCAL_TABLES, keyMirror: `${LOCAL_TABLES.keyMirror}-${owner}` }
+  return {
+    ...LOCAL_TABLES,
+    keyMirror: `${LOCAL_TABLES.keyMirror}-${owner}`,
+    addressBlocks: `${LOCAL_TABLES.addressBlocks}-${owner}`,
+  }
 }
 
 /**

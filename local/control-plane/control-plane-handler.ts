@@ -2,6 +2,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import type { HeldRemoval } from '#keys/key-sync-state-repository.ts'
 import { LOCAL_CONTROL_PREFIX, MANAGEMENT_API_PATH } from '#keys/local-control-config.ts'
+import { type LocalWaf, WafApiError } from '#local/edge/local-waf.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import { ControlPlaneError } from './control-plane-error.ts'
 import { controlPlaneRefusal } from './control-plane-guard.ts'
@@ -21,7 +22,9 @@ import type { ControlPlaneStore } from './control-plane-store.ts'
  * - `GET /_local/key-sync/held`: the removals the key sync holds, as its state item keeps them;
  * - `GET /_local/key-mirror/{keyHash}`: the mirror item of a key hash, as a GetItem would read it;
  * - `POST /_local/key-usage`: the rate limiter's usage and suspensions, as the keys CLI reads (and
- *   lifts) them in a deployed stage's table (keys/key-usage-requests.ts).
+ *   lifts) them in a deployed stage's table (keys/key-usage-requests.ts);
+ * - `POST /_local/wafv2`: the part of AWS WAF's API the automatic block uses (the local stage's IP
+ *   sets, local/edge/local-waf.ts), for a WAFV2Client with `endpoint: <origin>/_local/wafv2`.
  */
 
 export { MANAGEMENT_API_PATH }
@@ -43,6 +46,8 @@ export interface ControlPlaneHandlerOptions {
   /** `POST /_local/key-usage`: the rate limiter's counts and suspensions (key-usage-requests.ts). */
   keyUsage?: (body: Record<string, unknown>) => Promise<unknown>
   outputs: () => Record<string, string>
+  /** The local stage's WAF IP sets, served at `/_local/wafv2` (WAFV2's JSON protocol). */
+  waf?: Pick<LocalWaf, 'call'>
   clock: () => number
   /** What every request that reads or changes keys must carry (control-plane-secret.ts). */
   secret: string
@@ -67,6 +72,11 @@ export const withControlPaths =
   }
 
 const MAX_BODY_BYTES = 1024 * 1024
+
+const header = (req: IncomingMessage, name: string): string | undefined => {
+  const value = req.headers[name]
+  return Array.isArray(value) ? value[0] : value
+}
 
 const readJson = (req: IncomingMessage, res: ServerResponse): Promise<Record<string, unknown>> =>
   new Promise((resolve, reject) => {
@@ -165,6 +175,39 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
       .split('/')
       .filter((segment) => segment.length > 0)
     const body = () => readJson(req, res)
+    if (segments[0] === 'wafv2' && segments.length === 1 && method === 'POST' && options.waf) {
+      const waf = options.waf
+      body().then(
+        (request) => {
+          try {
+            send(res, 200, waf.call(header(req, 'x-amz-target'), request))
+          } catch (error) {
+            // WAFV2's JSON protocol: the exception's name in `__type` and x-amzn-ErrorType.
+            const refusal =
+              error instanceof WafApiError
+                ? error
+                : new WafApiError(500, 'WAFInternalErrorException', 'Internal error')
+            if (!(error instanceof WafApiError)) options.onError?.('Local WAF failed', error)
+            send(
+              res,
+              refusal.status,
+              { __type: refusal.type, message: refusal.message },
+              refusal.type,
+            )
+          }
+        },
+        (error: unknown) =>
+          error instanceof ControlPlaneError
+            ? sendError(res, error)
+            : send(
+                res,
+                400,
+                { __type: 'WAFInvalidParameterException', message: 'Unreadable request' },
+                'WAFInvalidParameterException',
+              ),
+      )
+      return
+    }
     const answer =
       segments[0] === 'apigateway'
         ? managementCalls({
