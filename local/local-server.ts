@@ -367,7 +367,11 @@ const startOn = async (
     store.onChange = (ids) => keySync?.changed(ids)
     // Every key works before the server is announced: the first sync has filled the mirror.
     await keySync.run()
-    await edge.start(`http://${loopback}:${address.port}`, controlSecretCredentials(controlSecret))
+    await edge.start(
+      `http://${loopback}:${address.port}`,
+      controlSecretCredentials(controlSecret),
+      bundles && ((endpoint, env) => bundles.startAddressBlock(endpoint, controlSecret, env)),
+    )
   } catch (error) {
     await stop()
     throw error

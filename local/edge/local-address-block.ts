@@ -55,9 +55,14 @@ export interface LocalAddressBlock {
   blocked(address: string): boolean
   /**
    * Starts invoking the handler (deliveries and the schedule), with the WAF API at `endpoint`
-   * (known once the server listens) and the control plane's secret as credentials.
+   * (known once the server listens) and the control plane's secret as credentials; or, with
+   * `bundle`, the function's bundle in a process of its own (`--bundles`), reading that API itself.
    */
-  start(endpoint: string, credentials: { accessKeyId: string; secretAccessKey: string }): void
+  start(
+    endpoint: string,
+    credentials: { accessKeyId: string; secretAccessKey: string },
+    bundle?: AddressBlockInvoker,
+  ): void
   /** The minute's run now (ends blocks that are over), as the schedule invokes it. */
   reconcile(): Promise<AddressBlockResult>
   /** An operator's lift, as `aws lambda invoke --payload '{"lift":[...]}'` is on AWS. */
@@ -121,7 +126,12 @@ export const localAddressBlock = (options: LocalAddressBlockOptions): LocalAddre
   return {
     log,
     blocked: (address) => options.waf.contains(refs, address),
-    start: (endpoint, credentials) => {
+    start: (endpoint, credentials, bundle) => {
+      if (bundle) {
+        handler = bundle
+        schedule()
+        return
+      }
       const waf = addressBlockWafClient({ endpoint, region: 'us-east-1', credentials })
       handler = addressBlockHandler({
         repository: new AddressBlockRepository({

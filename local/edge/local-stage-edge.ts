@@ -1,9 +1,14 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb'
+import { ADDRESS_BLOCK_ENV } from '#functions/address-block/address-block-dependencies.ts'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
 import type { EdgeNumbers } from '#shared/edge/edge-rules-config.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
 import type { Clock, Timers } from '#shared/time/clock.ts'
-import { type LocalAddressBlock, localAddressBlock } from './local-address-block.ts'
+import {
+  type AddressBlockInvoker,
+  type LocalAddressBlock,
+  localAddressBlock,
+} from './local-address-block.ts'
 import { LocalEdge, localEdgeNumbers } from './local-edge.ts'
 import { LocalWaf, WAF_API_PATH } from './local-waf.ts'
 
@@ -15,6 +20,15 @@ import { LocalWaf, WAF_API_PATH } from './local-waf.ts'
  * stage's known egress: a page open in the developer's browser cannot get it blocked.
  */
 export const LOCAL_EDGE_EXEMPT: readonly string[] = ['127.0.0.1/32']
+
+/**
+ * Starts the address-block function's bundle (`--bundles`, local/bundles/bundle-functions.ts)
+ * with the WAF API at `endpoint` and the variables CloudFormation resolves on AWS.
+ */
+export type StartAddressBlockBundle = (
+  endpoint: string,
+  environment: Record<string, string>,
+) => Promise<AddressBlockInvoker>
 
 /** What tests and the bench see of the automatic block of a running server. */
 export interface LocalAddressBlockView
@@ -112,8 +126,20 @@ export const localStageEdge = (settings: LocalEdgeSettings, options: LocalStageE
     start: async (
       origin: string,
       credentials: { accessKeyId: string; secretAccessKey: string },
+      startBundle?: StartAddressBlockBundle,
     ): Promise<void> => {
-      addressBlock.start(`${origin}${WAF_API_PATH}`, credentials)
+      const endpoint = `${origin}${WAF_API_PATH}`
+      const bundle = await startBundle?.(endpoint, {
+        [ADDRESS_BLOCK_ENV.table]: options.tableName,
+        [ADDRESS_BLOCK_ENV.ipSetV4]: ipSets.ipv4,
+        [ADDRESS_BLOCK_ENV.ipSetV6]: ipSets.ipv6,
+        [ADDRESS_BLOCK_ENV.unauthorizedPerMinute]: String(
+          numbers.wafAutoBlockUnauthorizedPerMinute,
+        ),
+        [ADDRESS_BLOCK_ENV.blockMinutes]: String(numbers.wafAutoBlockMinutes),
+        [ADDRESS_BLOCK_ENV.exempt]: exempt.join(','),
+      })
+      addressBlock.start(endpoint, credentials, bundle)
       await addressBlock.reconcile()
     },
   }

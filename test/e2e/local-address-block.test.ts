@@ -1,5 +1,5 @@
 import { request } from 'node:http'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { EDGE_ANSWERS } from '#shared/edge/edge-rules-config.ts'
 import { heldTimers } from '#test/support/held-timers.ts'
 import { type InProcessServer, startInProcessServer } from '#test/support/local-server.ts'
@@ -9,22 +9,25 @@ import { type InProcessServer, startInProcessServer } from '#test/support/local-
  * gateway writes its access log, the subscription delivers the unauthorized lines to the
  * address-block function's own handler, which counts them in its table and writes the local
  * WAF's block lists through the WAF API (lock tokens and all); the local edge reads those lists.
- * The clock is the test's, and no timer fires: the test delivers the log and runs the minute's
- * reconcile itself, so the block's start and end are exact.
+ * The time is the test's (Date, faked), and no timer fires: the test delivers the log and runs the
+ * minute's reconcile itself, so the block's start and end are exact.
  */
 const KEY = 'e2e-enterprise-autoblock-0123456'
 const RATE = 20
 const BLOCK_MINUTES = 10
-let now = Date.UTC(2026, 10, 22, 12, 0, 5)
+/** The test's time: Date itself, so a function's bundle (`npm run test:bundles`) follows it too. */
+const advance = (ms: number) => vi.setSystemTime(Date.now() + ms)
 
 let server: InProcessServer
 let base: URL
 
 beforeAll(async () => {
+  vi.useFakeTimers({ toFake: ['Date'] })
+  vi.setSystemTime(Date.UTC(2026, 10, 22, 12, 0, 5))
   server = await startInProcessServer(
     { PETSTORE_API_KEYS: `enterprise:${KEY}`, PETSTORE_CORS_ORIGIN: 'https://app.example.com' },
     {
-      clock: () => now,
+      clock: () => Date.now(),
       timers: heldTimers(),
       edgeNumbers: { wafAutoBlockUnauthorizedPerMinute: RATE, wafAutoBlockMinutes: BLOCK_MINUTES },
       wrongKeysBeforeDelay: 1_000,
@@ -35,6 +38,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await server?.stop()
+  vi.useRealTimers()
 })
 
 const get = (
@@ -98,17 +102,17 @@ describe('the automatic block, locally', () => {
     // Another address with the same key is served.
     expect((await get('127.0.0.3', `Bearer ${KEY}`)).status).toBe(200)
     // The minute's reconcile keeps it until its time is over, then takes it off the list.
-    now += BLOCK_MINUTES * 60_000 - 1_000
+    advance(BLOCK_MINUTES * 60_000 - 1_000)
     await server.addressBlock.reconcile()
     expect(server.addressBlock.blocked(attacker)).toBe(true)
-    now += 1_000
+    advance(1_000)
     await server.addressBlock.reconcile()
     expect(server.addressBlock.blocked(attacker)).toBe(false)
     expect((await get(attacker, `Bearer ${KEY}`)).status).toBe(200)
   })
 
   it('never blocks the exempt address (the machine’s own 127.0.0.1), and an operator lifts a block at once', async () => {
-    now += 60_000
+    advance(60_000)
     expect(new Set(await wrongKeys('127.0.0.1', RATE + 5))).toEqual(new Set([401]))
     await server.addressBlock.deliverLog()
     expect(server.addressBlock.blocked('127.0.0.1')).toBe(false)
@@ -123,7 +127,7 @@ describe('the automatic block, locally', () => {
   })
 
   it('counts only what reaches the gateway: requests the edge refuses are not in the access log', async () => {
-    now += 60_000
+    advance(60_000)
     const attacker = '127.0.0.5'
     await wrongKeys(attacker, RATE + 1)
     await server.addressBlock.deliverLog()
