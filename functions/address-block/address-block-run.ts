@@ -78,8 +78,11 @@ const inBatches = async <T>(items: readonly T[], work: (item: T) => Promise<void
   }
 }
 
-/** The stage's exemptions as a matcher (node:net's BlockList reads IPv4 and IPv6 CIDRs). */
-export const exemptionsOf = (cidrs: readonly string[]): ((address: string) => boolean) => {
+/**
+ * CIDRs as a matcher of addresses (node:net's BlockList reads IPv4 and IPv6; an IPv4-mapped IPv6
+ * address is read as IPv4): the stage's exemptions here, an IP set's addresses in the local WAF.
+ */
+export const addressMatcher = (cidrs: readonly string[]): ((address: string) => boolean) => {
   const list = new BlockList()
   for (const cidr of cidrs) {
     const [base = '', prefix] = cidr.split('/')
@@ -119,7 +122,7 @@ export const addressBlockRun = ({
   metrics,
   clock,
 }: AddressBlockRunDependencies) => {
-  const exempt = exemptionsOf(settings.exempt)
+  const exempt = addressMatcher(settings.exempt)
   const blockMs = settings.blockMinutes * 60_000
 
   const reconcile = async (): Promise<ReconcileResult> => {

@@ -1,4 +1,4 @@
-import { BlockList } from 'node:net'
+import { addressMatcher } from '#functions/address-block/address-block-run.ts'
 import { DEFAULT_ENTERPRISE_LIMITS, type PlanLimits } from '#shared/config/plans-config.ts'
 import { STAGES } from '#shared/config/stages-config.ts'
 import {
@@ -40,17 +40,6 @@ export const sourceAddressOf = (remoteAddress: string | undefined): string => {
   const address = remoteAddress ?? '127.0.0.1'
   const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address)
   return mapped ? (mapped[1] as string) : address
-}
-
-/** CIDRs as a matcher of addresses (node:net's BlockList reads IPv4 and IPv6). */
-export const addressMatcher = (cidrs: readonly string[]): ((address: string) => boolean) => {
-  const list = new BlockList()
-  for (const cidr of cidrs) {
-    const [base = '', prefix] = cidr.split('/')
-    const type = base.includes(':') ? 'ipv6' : 'ipv4'
-    list.addSubnet(base, Number(prefix ?? (type === 'ipv6' ? 128 : 32)), type)
-  }
-  return (address) => list.check(address, address.includes(':') ? 'ipv6' : 'ipv4')
 }
 
 /** What the edge needs of a request. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { addressMatcher } from '#local/edge/local-edge.ts'
+import { addressMatcher } from '#functions/address-block/address-block-run.ts'
 
 /**
  * The part of AWS WAF's API the automatic block uses, locally: the stage's IP sets with their

@@ -694,6 +694,13 @@ describe('the WAF web ACL', () => {
     expect(() => synthesizeApp({ 'production.wafRateLimitPer5Minutes': '50000' })).toThrow(
       /wafRateLimitPer5Minutes.*wafKeylessPer5Minutes/s,
     )
+    // The automatic block's rate never below what a client of the largest plan may send.
+    expect(() =>
+      synthesizeApp({ 'production.wafAutoBlockUnauthorizedPerMinute': '49999' }),
+    ).toThrow(/wafAutoBlockUnauthorizedPerMinute.*largestPlanPerMinute/s)
+    expect(() => synthesizeApp({ 'production.wafAutoBlockMinutes': '0' })).toThrow(
+      /wafAutoBlockMinutes/,
+    )
   })
 })
 

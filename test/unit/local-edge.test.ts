@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
+import { addressMatcher } from '#functions/address-block/address-block-run.ts'
 import {
-  addressMatcher,
   LocalEdge,
   LocalEdgeDelays,
   localEdgeNumbers,
