@@ -4,48 +4,36 @@ import type { AddressInfo } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
+import { addressBlockTableDefinition } from '#functions/address-block/address-block-repository.ts'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
-import { KeyUsageRepository } from '#keys/key-usage-repository.ts'
 import { controlSecretCredentials } from '#keys/local-control-config.ts'
-import { StoreKeyRepository } from '#keys/store-key-repository.ts'
 import { loadBundleFunctions } from '#local/bundles/bundle-functions.ts'
 import {
   bootstrapControlPlane,
   type LocalKeys,
-  localOutputs,
-  localUsagePlanOf,
 } from '#local/control-plane/control-plane-bootstrap.ts'
-import {
-  createControlPlaneHandler,
-  MANAGEMENT_API_PATH,
-  withControlPaths,
-} from '#local/control-plane/control-plane-handler.ts'
-import { keyUsageEndpoint } from '#local/control-plane/control-plane-key-usage.ts'
+import { MANAGEMENT_API_PATH } from '#local/control-plane/control-plane-handler.ts'
 import { localControlSecret } from '#local/control-plane/control-plane-secret.ts'
 import { ControlPlaneStore } from '#local/control-plane/control-plane-store.ts'
-import { storeKeysEndpoint } from '#local/control-plane/control-plane-store-keys.ts'
 import {
   LOCAL_KEY_SYNC_INTERVAL_MS,
   type LocalKeySync,
   startLocalKeySync,
 } from '#local/control-plane/local-key-sync-runner.ts'
-import { withApiReference } from '#local/gateway/api-reference-route.ts'
-import { AuthorizerCache } from '#local/gateway/authorizer-cache.ts'
+import {
+  type LocalAddressBlockView,
+  type LocalEdgeSettings,
+  localStageEdge,
+} from '#local/edge/local-stage-edge.ts'
 import { clientErrorAnswer } from '#local/gateway/client-error.ts'
 import { refuseTunnel } from '#local/gateway/gateway-http.ts'
-import {
-  createLocalGateway,
-  type ProxyHandler,
-  type TokenAuthorizer,
-} from '#local/gateway/local-gateway.ts'
-import { noteKeyId, type RequestLogWriter, withRequestLog } from '#local/gateway/request-log.ts'
-import { secretDigest } from '#local/gateway/secret-digest.ts'
-import { type BackstopFor, UsagePlanThrottle } from '#local/gateway/usage-plan-throttle.ts'
-import { formatMacSecrets, type MacSecrets } from '#shared/auth/project-key.ts'
+import type { ProxyHandler, TokenAuthorizer } from '#local/gateway/local-gateway.ts'
+import type { RequestLogWriter } from '#local/gateway/request-log.ts'
+import type { BackstopFor } from '#local/gateway/usage-plan-throttle.ts'
+import type { MacSecrets } from '#shared/auth/project-key.ts'
 import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
-import { KeyMirrorReader } from '#shared/data/key-mirror-reader.ts'
 import {
   idempotencyTableDefinition,
   keyMirrorTableDefinition,
@@ -53,7 +41,6 @@ import {
   rateLimitTableDefinition,
   storeKeyTableDefinition,
 } from '#shared/data/table-keys.ts'
-import type { AppLogger } from '#shared/observability/logger.ts'
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
 import { type DataDirLock, lockDataDir } from './data-dir-lock.ts'
 import {
@@ -70,6 +57,7 @@ import {
   localKeyMacSecrets,
   localTableNames,
 } from './local-environment.ts'
+import { listenerFor } from './local-listener.ts'
 
 /**
  * The whole API on one machine, as a library (`npm start` is its CLI): starts the embedded
@@ -95,6 +83,11 @@ export interface LocalServer {
   endpoint: string
   /** True when the endpoint is the embedded DynamoDB of this server. */
   embedded: boolean
+  /**
+   * The local edge's automatic block (local/edge/local-stage-edge.ts): its IP sets in the local
+   * WAF, the access log's subscription, and the function's runs.
+   */
+  addressBlock: LocalAddressBlockView
   /** Stops accepting, lets in-flight requests finish, then closes the embedded DynamoDB. */
   stop(): Promise<void>
 }
@@ -143,11 +136,9 @@ const listen = (server: Server, config: LocalConfig) =>
     server.listen(config.port, config.host, () => resolveListen(server.address() as AddressInfo))
   })
 
-interface StartLocalSettings {
+interface StartLocalSettings extends LocalEdgeSettings {
   /** Another usage-plan backstop than the deployed one (tests force the gateway's own 429s). */
   backstopFor?: BackstopFor
-  /** Failed authentications per address and minute before it is refused (tests raise it). */
-  failedAuthLimit?: number
   /** The local key sync's schedule in ms; 0: only on changes (tests drive the runs). */
   keySyncIntervalMs?: number
   /** Where one line per request goes (local/gateway/request-log.ts); npm start: its terminal. */
@@ -225,6 +216,7 @@ const prepareDatastore = async (
   await ensureTable(admin, idempotencyTableDefinition(tables.idempotency))
   await ensureTable(admin, keyMirrorTableDefinition(tables.keyMirror))
   await ensureTable(admin, storeKeyTableDefinition(tables.storeKeys))
+  await ensureTable(admin, addressBlockTableDefinition(tables.addressBlocks))
   admin.destroy()
   return environment
 }
@@ -286,67 +278,6 @@ const closeServer = async (server: Server) => {
   })
 }
 
-/** The control plane on the local store, its key sync and the mirror the authorizer reads. */
-const controlPlaneFor = ({
-  store,
-  authorizerCache,
-  usagePlanThrottle,
-  documentClient,
-  tables,
-  logger,
-  clock,
-  controlSecret,
-  keySync,
-  baseUrl,
-  macSecrets,
-}: {
-  store: ControlPlaneStore
-  authorizerCache: AuthorizerCache
-  usagePlanThrottle: UsagePlanThrottle
-  documentClient: ReturnType<typeof createDocumentClient>
-  tables: LocalTableNames
-  logger: AppLogger
-  clock: Clock
-  controlSecret: string
-  keySync: () => LocalKeySync | undefined
-  baseUrl: () => string
-  macSecrets: MacSecrets
-}) => {
-  const mirror = new KeyMirrorReader({
-    client: documentClient,
-    tableName: tables.keyMirror,
-    logger,
-  })
-  return createControlPlaneHandler({
-    store,
-    flushAuthorizerCache: () => authorizerCache.clear(),
-    usedToday: (value) => usagePlanThrottle.usedToday(secretDigest(value)),
-    runKeySync: (confirmRemovals) => {
-      const sync = keySync()
-      if (!sync) return Promise.reject(new Error('The key sync has not started yet'))
-      return confirmRemovals ? sync.confirm(confirmRemovals) : sync.run()
-    },
-    heldRemovals: () =>
-      keySync()?.held() ?? Promise.reject(new Error('The key sync has not started yet')),
-    mirrorItem: (keyHash) => mirror.get(keyHash),
-    keyUsage: keyUsageEndpoint(
-      new KeyUsageRepository({
-        client: documentClient,
-        tableName: tables.rateLimits,
-        clock,
-      }),
-    ),
-    storeKeys: storeKeysEndpoint(
-      new StoreKeyRepository({ client: documentClient, tableName: tables.storeKeys, logger }),
-    ),
-    keyMacSecrets: () => formatMacSecrets(macSecrets),
-    outputs: () => localOutputs(store, baseUrl()),
-    clock,
-    secret: controlSecret,
-    onError: (message, error) => logger.error(message, { error }),
-  })
-}
-
 /** The DynamoDB the functions use (embedded or config's), its tables, and the functions. */
 const startDatastoreAndFunctions = async (
   config: LocalConfig,
@@ -393,49 +324,30 @@ const startOn = async (
   const { logger } = await import('#shared/observability/logger.ts')
 
   let baseHost: string | undefined
-  const authorizerCache = new AuthorizerCache({
-    ttlSeconds: config.authorizerCacheTtlSeconds,
-    clock,
-  })
-  const usagePlanThrottle = new UsagePlanThrottle({
-    clock,
-    ...(options.backstopFor ? { backstopFor: options.backstopFor } : {}),
-  })
-  const gateway = createLocalGateway({
-    handlers,
-    authorizer,
-    onError: (message, error) => logger.error(message, { error }),
-    authorizerCache,
-    usagePlanThrottle,
-    usagePlanOf: localUsagePlanOf(store),
-    ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.failedAuthLimit ? { failedAuthLimit: options.failedAuthLimit } : {}),
-    ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
-    onAuthorized: noteKeyId,
-    baseHost: () => baseHost,
-  })
   // The key sync's view of the mirror the authorizer reads, and the control plane's.
   const documentClient = createDocumentClient(dynamoConfigFromEnv(process.env))
+  const edge = localStageEdge(options, {
+    enterpriseLimits: config.enterpriseLimits,
+    documentClient,
+    tableName: tables.addressBlocks,
+    logger,
+    clock,
+    timers: options.timers ?? systemTimers,
+  })
   let keySync: LocalKeySync | undefined
-  const controlPlane = controlPlaneFor({
+  const listener = listenerFor(config, options, {
     store,
-    authorizerCache,
-    usagePlanThrottle,
+    functions: { handlers, authorizer },
+    edge,
     documentClient,
     tables,
     logger,
     clock,
     controlSecret,
     keySync: () => keySync,
-    baseUrl: () => `http://${baseHost}${API_VERSION_PATH}`,
+    baseHost: () => baseHost,
     macSecrets,
   })
-  const served = withApiReference(withControlPaths(controlPlane, gateway), (message, error) =>
-    logger.error(message, { error }),
-  )
-  const listener = options.requestLog
-    ? withRequestLog(served, options.requestLog, options.clock)
-    : served
   const server = httpServerFor(listener, options)
   let address: AddressInfo
   try {
@@ -457,6 +369,7 @@ const startOn = async (
   const stop = async () => {
     await keySync?.stop()
     await closeServer(server)
+    await edge.addressBlock.stop()
     await bundles?.stop()
     documentClient.destroy()
     await embedded?.close()
@@ -479,6 +392,11 @@ const startOn = async (
     store.onChange = (ids) => keySync?.changed(ids)
     // Every key works before the server is announced: the first sync has filled the mirror.
     await keySync.run()
+    await edge.start(
+      `http://${loopback}:${address.port}`,
+      controlSecretCredentials(controlSecret),
+      bundles && ((endpoint, env) => bundles.startAddressBlock(endpoint, controlSecret, env)),
+    )
   } catch (error) {
     await stop()
     throw error
@@ -493,6 +411,7 @@ const startOn = async (
     keySyncSettled: () => started.settled(),
     endpoint,
     embedded: embedded !== undefined,
+    addressBlock: edge.view,
     stop,
   }
 }

@@ -71,7 +71,7 @@ beforeAll(async () => {
       PETSTORE_API_KEYS: `enterprise:${KEY},free:${SPENT_KEY}`,
       ENTERPRISE_LIMITS: '100000000/700000000',
     },
-    { failedAuthLimit: Number.MAX_SAFE_INTEGER },
+    { wrongKeysBeforeDelay: Number.MAX_SAFE_INTEGER },
   )
   base = new URL(server.baseUrl)
   // Refused requests past the minute's limit suspend the key for 15 minutes.

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
 import { controlSecretCredentials } from '#keys/local-control-config.ts'
 import type { LocalKeys } from '#local/control-plane/control-plane-bootstrap.ts'
-import type { StartLocalOptions } from '#local/local-server.ts'
+import type { LocalServer as LocalServerOf, StartLocalOptions } from '#local/local-server.ts'
 import { assertKeepsContract } from '#openapi/contract-validator.ts'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
@@ -92,6 +92,8 @@ export interface InProcessServer {
   syncKeys(): Promise<unknown>
   /** Waits for the sync runs the control plane's own changes started (its change trigger). */
   keySyncSettled(): Promise<void>
+  /** The local edge's automatic block: its IP sets, the access log's delivery, its runs. */
+  addressBlock: LocalServerOf['addressBlock']
   stop(): Promise<void>
 }
 
@@ -118,6 +120,7 @@ export const startInProcessServer = async (
       controlSecret: local.controlSecret,
       syncKeys: () => local.syncKeys(),
       keySyncSettled: () => local.keySyncSettled(),
+      addressBlock: local.addressBlock,
       stop: () => local.stop().finally(restoreEnv),
     }
   } catch (error) {
