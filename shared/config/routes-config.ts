@@ -5,7 +5,7 @@ import { actionsOf, type TableAccess, WRITE_ACTIONS } from './table-access-confi
  * the rest derives from it: the local gateway and the CDK REST API (method, path), each function
  * (folder, timeout, table grants), the rate limiter's ordering (writes), deprecation (the marks of
  * every answer, the OpenAPI document's `deprecated`), the OpenAPI document (success and error
- * statuses), where each operation's declaration lives (functions/operation-facts.ts) and the
+ * statuses), where each operation's declaration lives (functions/operation-fixtures.ts) and the
  * checks that every operation is documented, in the typed client, in the smoke test and in the
  * bench (docs/adding-an-operation.md).
  * Paths are relative to the `/v1` base path; `{name}` marks a path parameter.

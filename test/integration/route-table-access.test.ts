@@ -167,7 +167,7 @@ const unusedOf = (route: Route, calls: Call[]): string[] =>
         )
         .map(
           (action) =>
-            `${route.operationId}'s level ${access} on ${table} grants ${action}, which its requests never used: choose a narrower level for ${route.operationId} tables.${table} (or none) in shared/config/routes-config.ts (or add the outcome that uses it to the outcomes of functions/${route.functionName}/${route.functionName}-operation.ts)`,
+            `${route.operationId}'s level ${access} on ${table} grants ${action}, which its requests never used: choose a narrower level for ${route.operationId} tables.${table} (or none) in shared/config/routes-config.ts (or add the outcome that uses it to the outcomes of functions/${route.functionName}/${route.functionName}-fixtures.ts)`,
         ),
     ),
   )
@@ -208,7 +208,7 @@ describe('table access of each route, enforced as IAM would', () => {
           }
           if (statuses.at(-1) !== status) {
             missed.push(
-              `${route.operationId}'s sample for ${status} (outcomes of functions/${route.functionName}/${route.functionName}-operation.ts) got ${statuses.at(-1)}`,
+              `${route.operationId}'s sample for ${status} (outcomes of functions/${route.functionName}/${route.functionName}-fixtures.ts) got ${statuses.at(-1)}`,
             )
           }
         }

@@ -4,7 +4,13 @@ import ts from 'typescript'
 import { describe, expect, it } from 'vitest'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
-import { REPO_ROOT, roomsImported, roomsOnDisk, sourceFiles } from '#test/support/source-files.ts'
+import {
+  REPO_ROOT,
+  roomsImported,
+  roomsOnDisk,
+  type SourceFile,
+  sourceFiles,
+} from '#test/support/source-files.ts'
 
 /**
  * Which top folder may import which (besides itself): the one statement of the rule. Lower rooms
@@ -46,6 +52,34 @@ const layoutTable = (): Record<string, string[]> => {
     }),
   )
 }
+
+/** Rooms whose code reads a config table at run or deploy time: the CDK, the local server, the tools. */
+const CONFIG_READERS = ['infra', 'local', 'ops']
+
+/**
+ * A config table no Lambda loads may stay in shared/ when it is one: a `-config.ts` module that
+ * exports values (not types alone), read by the CDK, the local server or a tool outside the keys
+ * wing. The name alone is not enough, and neither is a reader among the tests or the bench.
+ */
+const isConfigTableOutsideTheWing = (file: SourceFile, readers: SourceFile[]): boolean =>
+  file.path.endsWith('-config.ts') &&
+  exportsValues(file) &&
+  readers.some(
+    (reader) =>
+      CONFIG_READERS.includes(reader.room) &&
+      !KEYS_WING.some((wing) => reader.path.startsWith(wing)),
+  )
+
+/** Whether a module exports anything that exists at run time (a const, function or class). */
+const exportsValues = ({ ast }: SourceFile): boolean =>
+  ast.statements.some(
+    (statement) =>
+      (ts.isVariableStatement(statement) ||
+        ts.isFunctionDeclaration(statement) ||
+        ts.isClassDeclaration(statement) ||
+        ts.isEnumDeclaration(statement)) &&
+      (ts.getModifiers(statement) ?? []).some(({ kind }) => kind === ts.SyntaxKind.ExportKeyword),
+  )
 
 describe('the layout', () => {
   it('has a rule for every top folder that holds TypeScript, and no rule for a folder that is gone', () => {
@@ -93,16 +127,10 @@ describe('the layout', () => {
       files.filter((file) => roomsImported(file).some(({ target }) => target === path))
     const misplaced = files
       .filter(({ room, path }) => room === 'shared' && !loaded.has(path))
-      .filter(
-        ({ path }) =>
-          // A config table no Lambda loads stays when the CDK, the local server or a tool outside
-          // the keys wing reads it too.
-          !path.endsWith('-config.ts') ||
-          importers(path).every((file) => KEYS_WING.some((wing) => file.path.startsWith(wing))),
-      )
+      .filter((file) => !isConfigTableOutsideTheWing(file, importers(file.path)))
       .map(
         ({ path }) =>
-          `${path}: no Lambda of the API loads it; move it to keys/ (or to the one tool that uses it)`,
+          `${path}: no Lambda of the API loads it; move it to keys/ (or beside the one tool that uses it; types only the tests and the bench read go beside what they describe, as functions/operation-fixture-types.ts)`,
       )
     expect(misplaced).toEqual([])
   })

@@ -1,6 +1,6 @@
-import type { OperationFacts } from '#shared/config/operation-facts-config.ts'
+import type { OperationFixtures } from '#functions/operation-fixture-types.ts'
 
-// What listPets' folder declares for the tests and the bench (shared/config/operation-facts-config.ts).
+// What listPets' folder declares for the tests and the bench (functions/operation-fixture-types.ts).
 
 const listPets = (key: string, query: Record<string, string>) => {
   const search = new URLSearchParams(query)
@@ -11,7 +11,7 @@ const listPets = (key: string, query: Record<string, string>) => {
   }
 }
 
-export const operation = {
+export const fixtures = {
   outcomes: {
     // Unfiltered: a scan; filtered: a query of the status index.
     200: { requests: [{ query: { limit: '5' } }, { query: { status: 'available' } }] },
@@ -61,4 +61,4 @@ export const operation = {
       initInstructionsRatio: 1.25,
     },
   },
-} satisfies OperationFacts<'listPets'>
+} satisfies OperationFixtures<'listPets'>
