@@ -1,5 +1,5 @@
-import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
 import type { FunctionBudget } from '#functions/operation-fixture-types.ts'
+import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
 import type { Operation } from './support/bench-subjects.ts'
 
 /**

@@ -2,12 +2,8 @@ import { createHash } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import https from 'node:https'
 import { Readable } from 'node:stream'
+import type { FakeAnswer, FakeCallName, FakeDynamoKit } from '#functions/operation-fixture-types.ts'
 import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
-import type {
-  FakeAnswer,
-  FakeCallName,
-  FakeDynamoKit,
-} from '#functions/operation-fixture-types.ts'
 import { routeOf } from '#shared/config/routes-config.ts'
 import type { Operation } from './bench-subjects.ts'
 

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest'
+import { indexesOf, TABLE_INDEXES } from '#shared/config/table-indexes-config.ts'
 import {
+  globalSecondaryIndexOf,
   IDEMPOTENCY_TABLE,
   idempotencyTableDefinition,
   keyMirrorTableDefinition,
-  PET_TABLE,
   petTableDefinition,
   RATE_LIMIT_TABLE,
   rateLimitTableDefinition,
@@ -44,7 +45,7 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
       KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
       GlobalSecondaryIndexes: [
         {
-          IndexName: PET_TABLE.statusIndex.name,
+          IndexName: TABLE_INDEXES.pets.status.indexName,
           KeySchema: [
             { AttributeName: 'status', KeyType: 'HASH' },
             { AttributeName: 'id', KeyType: 'RANGE' },
@@ -60,6 +61,18 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
         { AttributeName: 'id', AttributeType: 'N' },
       ]),
     )
+  })
+
+  it('every table has exactly the indexes shared/config/table-indexes-config.ts defines for it, as the local and test tables do', () => {
+    const tables = tablesOf(stage)
+    for (const table of Object.keys(tables) as (keyof typeof tables)[]) {
+      const defined = indexesOf(table).map(([, index]) => globalSecondaryIndexOf(index))
+      const synthesized = (propsOf(tables[table]).GlobalSecondaryIndexes ?? []) as unknown[]
+      expect(
+        synthesized,
+        `the ${stage} data stack's ${table} table has other indexes than TABLE_INDEXES.${table} defines: infra/stacks/petstore-data-stack.ts makes each table from its definition in shared/data/table-keys.ts, and infra/constructs/petstore-table-construct.ts adds every index of it`,
+      ).toEqual(defined)
+    }
   })
 
   it('pet table: encrypted at rest and recoverable to any point in time', () => {

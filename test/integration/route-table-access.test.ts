@@ -6,6 +6,7 @@ import type { APIGatewayProxyResult, Context } from 'aws-lambda'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { functionEntry } from '#functions/function-entries.ts'
 import {
+  indexesOfRoute,
   type OperationTable,
   ROUTES,
   type Route,
@@ -18,6 +19,7 @@ import {
   type TableAccess,
   type TableGrant,
 } from '#shared/config/table-access-config.ts'
+import { type IndexDefinition, TABLE_INDEXES } from '#shared/config/table-indexes-config.ts'
 import { lambdaContext, restEvent } from '#test/support/api-gateway-events.ts'
 import {
   type DynamoTestEnv,
@@ -73,6 +75,14 @@ const grantsOf = (route: Route) =>
     tableAccessOf(route).map(([table, access]) => [table, TABLE_ACCESS_LEVELS[access]]),
   )
 
+/** The DynamoDB names of the indexes a route names on a table. */
+const declaredIndexNames = (route: Route, table: string): string[] =>
+  indexesOfRoute(route, table).map(
+    (name) =>
+      (TABLE_INDEXES[table as keyof typeof TABLE_INDEXES] as Record<string, IndexDefinition>)[name]
+        ?.indexName ?? name,
+  )
+
 /** A DynamoDB endpoint that refuses what the route's levels do not grant and records each call. */
 const startIamProxy = async (route: Route) => {
   const calls: Call[] = []
@@ -93,6 +103,9 @@ const startIamProxy = async (route: Route) => {
     const refused = tables.filter((name) => {
       const table = tableKeyOf(name)
       calls.push({ table, action, on })
+      // An index query is granted on the indexes the route names alone.
+      if (input.IndexName && !declaredIndexNames(route, table).includes(input.IndexName))
+        return true
       return !(grants.get(table) ?? []).some(
         (grant) => grant.on === on && (grant.actions as readonly string[]).includes(action),
       )

@@ -1,10 +1,6 @@
 import fc from 'fast-check'
+import type { FuzzCase, HostileRequest, OperationFuzz } from '#functions/operation-fixture-types.ts'
 import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
-import type {
-  FuzzCase,
-  HostileRequest,
-  OperationFuzz,
-} from '#functions/operation-fixture-types.ts'
 import {
   errorStatusesOf,
   type OperationId,

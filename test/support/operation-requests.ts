@@ -1,5 +1,5 @@
-import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
 import type { SampleOutcome } from '#functions/operation-fixture-types.ts'
+import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
 import type { OperationId } from '#shared/config/routes-config.ts'
 
 /**
