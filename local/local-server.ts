@@ -1,14 +1,10 @@
 import { mkdir } from 'node:fs/promises'
 import { createServer, type RequestListener, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
-import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { KeyUsageRepository } from '#keys/key-usage-repository.ts'
 import { controlSecretCredentials } from '#keys/local-control-config.ts'
-import { loadBundleFunctions } from '#local/bundles/bundle-functions.ts'
 import {
   bootstrapControlPlane,
   isKeyOnLocalStage,
@@ -28,36 +24,23 @@ import {
   type LocalKeySync,
   startLocalKeySync,
 } from '#local/control-plane/local-key-sync-runner.ts'
+import { type LocalIam, localIamFor } from '#local/deployed-iam/local-iam.ts'
 import { withApiReference } from '#local/gateway/api-reference-route.ts'
 import { AuthorizerCache } from '#local/gateway/authorizer-cache.ts'
 import { clientErrorAnswer } from '#local/gateway/client-error.ts'
 import { refuseTunnel } from '#local/gateway/gateway-http.ts'
-import {
-  createLocalGateway,
-  type ProxyHandler,
-  type TokenAuthorizer,
-} from '#local/gateway/local-gateway.ts'
+import { createLocalGateway } from '#local/gateway/local-gateway.ts'
 import { noteKeyId, type RequestLogWriter, withRequestLog } from '#local/gateway/request-log.ts'
 import { secretDigest } from '#local/gateway/secret-digest.ts'
 import { type BackstopFor, UsagePlanThrottle } from '#local/gateway/usage-plan-throttle.ts'
-import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
+import { API_VERSION_PATH } from '#shared/config/routes-config.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
 import { KeyMirrorRepository } from '#shared/data/key-mirror-repository.ts'
-import {
-  idempotencyTableDefinition,
-  keyMirrorTableDefinition,
-  petTableDefinition,
-  rateLimitTableDefinition,
-} from '#shared/data/table-keys.ts'
 import type { AppLogger } from '#shared/observability/logger.ts'
+import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
 import { type DataDirLock, lockDataDir } from './data-dir-lock.ts'
-import {
-  type EmbeddedDynamo,
-  ensureTable,
-  IN_MEMORY,
-  startEmbeddedDynamo,
-} from './embedded-dynamo.ts'
+import { type EmbeddedDynamo, IN_MEMORY, startEmbeddedDynamo } from './embedded-dynamo.ts'
 import type { LocalConfig } from './local-config.ts'
 import {
   type LocalTableNames,
@@ -65,14 +48,14 @@ import {
   localFunctionEnvironment,
   localTableNames,
 } from './local-environment.ts'
+import { loadFunctions } from './local-functions.ts'
+import { localTableDefinitions, prepareLocalTables } from './local-tables.ts'
 
 /**
  * The whole API on one machine, as a library (`npm start` is its CLI): starts the embedded
  * DynamoDB (or uses config.dynamoEndpoint), creates the tables, gives the Lambda entries the
  * environment they get on AWS, and serves them behind the local gateway at http://HOST:PORT/v1.
  */
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 
 export interface LocalServer {
   /** http://HOST:PORT/v1 with the port actually bound (PORT=0 picks a free one). */
@@ -90,46 +73,13 @@ export interface LocalServer {
   endpoint: string
   /** True when the endpoint is the embedded DynamoDB of this server. */
   embedded: boolean
+  /**
+   * Every DynamoDB request a function's deployed role would refuse (and so was refused), each with
+   * its fix; none for a server without the check (against AWS's own DynamoDB).
+   */
+  iamDenials(): readonly string[]
   /** Stops accepting, lets in-flight requests finish, then closes the embedded DynamoDB. */
   stop(): Promise<void>
-}
-
-/** How many servers this process started: each after the first loads fresh function instances. */
-let serversStarted = 0
-
-/**
- * The URL of a Lambda entry module for the n-th server of this process. An entry builds its
- * dependencies from the environment once, at import, as a Lambda instance does at its cold start;
- * a second server in one process (tests run many) gets instances of its own, by a URL of its own,
- * so its functions read its tables and endpoint, not the first server's. `npm start` runs one.
- */
-const entryUrl = (entry: string, server: number): string => {
-  const url = pathToFileURL(join(ROOT, entry))
-  if (server > 1) url.searchParams.set('server', String(server))
-  return url.href
-}
-
-const loadSourceHandlers = async (server: number) => {
-  // The same entry modules Lambda loads, imported after their environment is in place.
-  const entries = await Promise.all(
-    ROUTES.map(async (route) => {
-      const module = (await import(entryUrl(functionEntry(route), server))) as {
-        handler: ProxyHandler
-      }
-      return [route.operationId, module.handler] as const
-    }),
-  )
-  // The authorizer's own entry too: it reads the key mirror (KEY_MIRROR_TABLE_NAME), as on AWS.
-  const authorizer = (await import(entryUrl(AUTHORIZER_ENTRY, server))) as {
-    handler: TokenAuthorizer
-  }
-  return {
-    handlers: Object.fromEntries(entries) as Record<
-      (typeof ROUTES)[number]['operationId'],
-      ProxyHandler
-    >,
-    authorizer: authorizer.handler,
-  }
 }
 
 const listen = (server: Server, config: LocalConfig) =>
@@ -147,6 +97,8 @@ interface StartLocalSettings {
   keySyncIntervalMs?: number
   /** Where one line per request goes (local/gateway/request-log.ts); npm start: its terminal. */
   requestLog?: RequestLogWriter
+  /** Told of each request a function's role refused, with its fix; default: the logger. */
+  onIamDenied?: (message: string) => void
 }
 
 /**
@@ -200,26 +152,19 @@ const prepareDatastore = async (
   })
   Object.assign(process.env, environment)
 
-  const admin = new DynamoDBClient({ endpoint })
-  await ensureTable(admin, petTableDefinition(tables.pets))
-  await ensureTable(admin, rateLimitTableDefinition(tables.rateLimits))
-  await ensureTable(admin, idempotencyTableDefinition(tables.idempotency))
-  await ensureTable(admin, keyMirrorTableDefinition(tables.keyMirror))
-  admin.destroy()
-  return environment
-}
-
-/**
- * The functions the gateway invokes: the TypeScript entries in this process, or (config.bundles)
- * the bundles of a cloud assembly, each in a process of its own as Lambda runs them.
- */
-const loadFunctions = async (config: LocalConfig, environment: Record<string, string>) => {
-  if (!config.bundles) {
-    serversStarted += 1
-    return { ...(await loadSourceHandlers(serversStarted)), bundles: undefined }
+  const client = new DynamoDBClient({ endpoint })
+  const definitions = localTableDefinitions(tables)
+  try {
+    await prepareLocalTables({
+      client,
+      definitions,
+      embeddedDataDir: embedded && config.dataDir !== IN_MEMORY ? config.dataDir : undefined,
+      endpoint,
+    })
+  } finally {
+    client.destroy()
   }
-  const bundles = await loadBundleFunctions(config.bundles, environment)
-  return { handlers: bundles.handlers, authorizer: bundles.authorizer, bundles }
+  return { environment, definitions }
 }
 
 /** The HTTP server the gateway and the control plane share, set as API Gateway behaves. */
@@ -322,25 +267,38 @@ const controlPlaneFor = ({
 }
 
 /** The DynamoDB the functions use (embedded or config's), its tables, and the functions. */
-const startDatastoreAndFunctions = async (config: LocalConfig) => {
+const startDatastoreAndFunctions = async (
+  config: LocalConfig,
+  onIamDenied: (message: string) => void,
+) => {
   const embedded: EmbeddedDynamo | undefined = config.dynamoEndpoint
     ? undefined
     : await startEmbeddedDynamo(config.dataDir)
   const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
   const tables = localTableNames(config.dataDir, embedded !== undefined)
+  let iam: LocalIam | undefined
   try {
-    const environment = await prepareDatastore(config, {
+    const { environment, definitions } = await prepareDatastore(config, {
       endpoint,
       embedded: embedded !== undefined,
       tables,
+    })
+    iam = await localIamFor(config, {
+      upstream: endpoint,
+      environment,
+      tables,
+      definitions,
+      onDenied: onIamDenied,
     })
     return {
       embedded,
       endpoint,
       tables,
-      functions: await loadFunctions(config, environment),
+      iam,
+      functions: await loadFunctions(config, environment, iam),
     }
   } catch (error) {
+    await iam?.guard.close()
     await embedded?.close()
     throw error
   }
@@ -356,9 +314,12 @@ const startOn = async (
   const store = await ControlPlaneStore.open(config.dataDir, { clock })
   const keys = await bootstrapControlPlane(store, config)
   const controlSecret = await localControlSecret(config.dataDir, config.controlSecret)
-  const { embedded, endpoint, tables, functions } = await startDatastoreAndFunctions(config)
-  const { handlers, authorizer, bundles } = functions
   const { logger } = await import('#shared/observability/logger.ts')
+  const { embedded, endpoint, tables, functions, iam } = await startDatastoreAndFunctions(
+    config,
+    options.onIamDenied ?? ((message) => logger.error(message)),
+  )
+  const { handlers, authorizer, bundles } = functions
 
   let baseHost: string | undefined
   const authorizerCache = new AuthorizerCache({
@@ -382,8 +343,17 @@ const startOn = async (
     onAuthorized: noteKeyId,
     baseHost: () => baseHost,
   })
-  // The key sync's view of the mirror the authorizer reads, and the control plane's.
+  // The control plane's view of the mirror the authorizer reads, and the key sync's, behind its
+  // role (the key sync's bundle has its own endpoint).
   const documentClient = createDocumentClient(dynamoConfigFromEnv(process.env))
+  const keySyncClient = iam
+    ? createDocumentClient(
+        dynamoConfigFromEnv({
+          ...process.env,
+          DYNAMODB_ENDPOINT: iam.guard.endpointFor(KEY_SYNC_OPERATION),
+        }),
+      )
+    : documentClient
   let keySync: LocalKeySync | undefined
   const controlPlane = controlPlaneFor({
     store,
@@ -409,7 +379,9 @@ const startOn = async (
     address = await listen(server, config)
   } catch (error) {
     documentClient.destroy()
+    keySyncClient.destroy()
     await bundles?.stop()
+    await iam?.guard.close()
     await embedded?.close()
     throw error
   }
@@ -426,6 +398,8 @@ const startOn = async (
     await closeServer(server)
     await bundles?.stop()
     documentClient.destroy()
+    keySyncClient.destroy()
+    await iam?.guard.close()
     await embedded?.close()
     await lock?.release()
   }
@@ -433,7 +407,7 @@ const startOn = async (
     keySync = await startLocalKeySync({
       endpoint: managementEndpoint,
       credentials: controlSecretCredentials(controlSecret),
-      documentClient,
+      documentClient: keySyncClient,
       tableName: tables.keyMirror,
       logger,
       clock,
@@ -460,6 +434,7 @@ const startOn = async (
     keySyncSettled: () => started.settled(),
     endpoint,
     embedded: embedded !== undefined,
+    iamDenials: () => iam?.guard.denials() ?? [],
     stop,
   }
 }

@@ -48,7 +48,7 @@ export class PetstoreApi extends Construct {
   readonly usagePlans: Record<PlanName, UsagePlan>
   readonly accessLogGroup: LogGroup
   readonly domain: DomainName | undefined
-  /** The key of listPets' cursor tags, generated at deploy time per stage. */
+  /** The key of the listings' cursor tags, generated at deploy time per stage. */
   readonly cursorSecret: Secret
   readonly webAcl: WebAcl | undefined
   /** `https://.../v1`: the base address clients use. */
@@ -67,7 +67,7 @@ export class PetstoreApi extends Construct {
       rateLimitTable,
       idempotencyTable,
     })
-    this.cursorSecret = addCursorSecret(this, config, this.functions.listPets)
+    this.cursorSecret = addCursorSecret(this, config, this.functions)
     const authorizer = addApiKeyAuthorizer(this, config, this.authorizerFunction)
     const { api, accessLogGroup } = addRestApi(this, config, authorizer)
     this.api = api

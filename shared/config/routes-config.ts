@@ -31,6 +31,7 @@ export const ROUTES = [
     // A scan, or a query of the status index.
     tables: { pets: 'LIST' },
     indexes: { pets: ['status'] },
+    cursors: true,
     timeoutSeconds: PET_OPERATION_SECONDS,
     successStatus: 200,
     errors: [],
@@ -93,6 +94,12 @@ export interface RouteDefinition {
    * other. Every index named here must be one its table's level lets it query.
    */
   indexes?: OperationIndexes
+  /**
+   * The operation pages its answers with cursors (`Link: rel="next"`, `X-Next-Cursor`): its
+   * function gets the stage's cursor secret (CURSOR_SECRET), and a cursor one listing issued is
+   * refused by every other. No other function gets the secret.
+   */
+  cursors?: true
   /** The Lambda timeout; the local gateway reports it to the handler too. */
   timeoutSeconds: number
   /** The status of a successful answer. */

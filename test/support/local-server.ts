@@ -92,6 +92,9 @@ export interface InProcessServer {
   syncKeys(): Promise<unknown>
   /** Waits for the sync runs the control plane's own changes started (its change trigger). */
   keySyncSettled(): Promise<void>
+  /** The DynamoDB requests the functions' deployed roles refused so far, each with its fix. */
+  iamDenials(): readonly string[]
+  /** Stops the server; fails if any function made a request its deployed role would refuse. */
   stop(): Promise<void>
 }
 
@@ -118,7 +121,18 @@ export const startInProcessServer = async (
       controlSecret: local.controlSecret,
       syncKeys: () => local.syncKeys(),
       keySyncSettled: () => local.keySyncSettled(),
-      stop: () => local.stop().finally(restoreEnv),
+      iamDenials: () => local.iamDenials(),
+      stop: async () => {
+        await local.stop().finally(restoreEnv)
+        // Every file's server, whatever its subject: a request the deployed role would refuse
+        // fails the file that made it, with the fix (local/deployed-iam/denial-fix.ts).
+        const denials = local.iamDenials()
+        if (denials.length > 0) {
+          throw new Error(
+            `the functions' deployed roles would refuse ${denials.length} DynamoDB request(s) this server's functions made:\n- ${[...new Set(denials)].join('\n- ')}`,
+          )
+        }
+      },
     }
   } catch (error) {
     restoreEnv()
