@@ -90,10 +90,8 @@ const routeFix = (route: RouteDefinition, denial: Denial, level: TableAccess): s
  * Query for a Scan); when its route entry already grants it, the CDK's translation into the role
  * is at fault; for the authorizer and the key sync, their constructs.
  */
-export const denialFix = (denial: Denial): string => {
-  const route = ROUTES.find((candidate) => candidate.operationId === denial.service) as
-    | RouteDefinition
-    | undefined
+export const denialFix = (denial: Denial, routes: readonly RouteDefinition[] = ROUTES): string => {
+  const route = routes.find((candidate) => candidate.operationId === denial.service)
   if (!route) {
     const where = OTHER_ROLES[denial.service] ?? 'its construct under infra/constructs/'
     return `grant ${denial.service}'s role what it needs in ${where}, or stop it calling dynamodb:${denial.action}`

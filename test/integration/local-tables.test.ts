@@ -1,0 +1,140 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import {
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  DescribeTableCommand,
+  PutItemCommand,
+  QueryCommand,
+  ScanCommand,
+} from '@aws-sdk/client-dynamodb'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { LocalConfigError } from '#local/control-plane/local-config-error.ts'
+import { localTableDefinitions, prepareLocalTables } from '#local/local-tables.ts'
+import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
+
+/**
+ * The local server's tables on data it already has: a table made before an index was defined
+ * gains it at start on the embedded DynamoDB (dynalite builds no index on UpdateTable, so the
+ * table is rebuilt with it, its items kept), and a start killed midway finishes the work; on any
+ * other endpoint the start stops with the command that adds the index, and the table is left as
+ * it was.
+ */
+let env: DynamoTestEnv
+beforeAll(async () => {
+  env = await startDynamoTestEnv()
+})
+afterAll(async () => {
+  await env?.close()
+})
+
+let tableCount = 0
+/** The pet table as a server of an earlier version made it: without its indexes. */
+const oldPetTable = async (): Promise<{ name: string; definition: CreateTableCommandInput }> => {
+  tableCount += 1
+  const name = `${env.petTable}-old-${tableCount}`
+  const definition = localTableDefinitions({
+    pets: name,
+    rateLimits: `${name}-rl`,
+    idempotency: `${name}-id`,
+    keyMirror: `${name}-km`,
+  }).pets
+  const { GlobalSecondaryIndexes: _indexes, ...withoutIndexes } = definition
+  await env.client.send(
+    new CreateTableCommand({
+      ...withoutIndexes,
+      AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+    }),
+  )
+  for (const id of [1, 2, 3]) {
+    await env.client.send(
+      new PutItemCommand({
+        TableName: name,
+        Item: {
+          pk: { S: `PET#${id}` },
+          id: { N: String(id) },
+          status: { S: id === 2 ? 'pending' : 'sold' },
+        },
+      }),
+    )
+  }
+  return { name, definition }
+}
+
+const indexesOf = async (name: string) =>
+  (
+    await env.client.send(new DescribeTableCommand({ TableName: name }))
+  ).Table?.GlobalSecondaryIndexes?.map((index) => index.IndexName) ?? []
+
+const soldIds = async (name: string) =>
+  (
+    await env.client.send(
+      new QueryCommand({
+        TableName: name,
+        IndexName: 'status-id-index',
+        KeyConditionExpression: '#s = :s',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':s': { S: 'sold' } },
+      }),
+    )
+  ).Items?.map((item) => item.id?.N)
+
+describe('local tables made before an index was defined', () => {
+  it('gain the index at start on the embedded DynamoDB, every item kept and in it', async () => {
+    const { name, definition } = await oldPetTable()
+    const dataDir = mkdtempSync(join(tmpdir(), 'petstore-tables-'))
+    await prepareLocalTables({
+      client: env.client,
+      definitions: { pets: definition } as never,
+      embeddedDataDir: dataDir,
+      endpoint: env.endpoint,
+    })
+    expect(await indexesOf(name)).toEqual(['status-id-index'])
+    expect(await soldIds(name)).toEqual(['1', '3'])
+    const { Count } = await env.client.send(new ScanCommand({ TableName: name }))
+    expect(Count).toBe(3)
+    // The copy it was rebuilt from is gone.
+    await expect(
+      env.client.send(new DescribeTableCommand({ TableName: `${name}--rebuild` })),
+    ).rejects.toThrow(/not found/i)
+  })
+
+  it('finish a rebuild a killed start left with its copy whole', async () => {
+    const { name, definition } = await oldPetTable()
+    const dataDir = mkdtempSync(join(tmpdir(), 'petstore-tables-'))
+    // As a start killed after its copy was whole and the table dropped: the copy, and its mark.
+    await env.client.send(new CreateTableCommand({ ...definition, TableName: `${name}--rebuild` }))
+    await env.client.send(
+      new PutItemCommand({
+        TableName: `${name}--rebuild`,
+        Item: { pk: { S: 'PET#7' }, id: { N: '7' }, status: { S: 'sold' } },
+      }),
+    )
+    writeFileSync(join(dataDir, `dynamodb-rebuild-${name}.copied`), `${name}--rebuild\n`)
+    await prepareLocalTables({
+      client: env.client,
+      definitions: { pets: definition } as never,
+      embeddedDataDir: dataDir,
+      endpoint: env.endpoint,
+    })
+    expect(await soldIds(name)).toEqual(['7'])
+  })
+
+  it('stop the start on another endpoint, with the command that adds the index, and stay as they were', async () => {
+    const { name, definition } = await oldPetTable()
+    const start = prepareLocalTables({
+      client: env.client,
+      definitions: { pets: definition } as never,
+      embeddedDataDir: undefined,
+      endpoint: 'http://localhost:8000',
+    })
+    await expect(start).rejects.toThrow(LocalConfigError)
+    await expect(start).rejects.toThrow(
+      new RegExp(
+        `table ${name} on http://localhost:8000 has no index status-id-index, .* The server never alters a table on DYNAMODB_ENDPOINT: add it with\\n  aws dynamodb update-table --endpoint-url http://localhost:8000 --table-name ${name} --attribute-definitions AttributeName=status,AttributeType=S AttributeName=id,AttributeType=N --global-secondary-index-updates '\\[\\{"Create":\\{"IndexName":"status-id-index"`,
+      ),
+    )
+    expect(await indexesOf(name)).toEqual([])
+  })
+})
