@@ -17,6 +17,8 @@ import { type IndexDefinition, TABLE_INDEXES } from '#shared/config/table-indexe
 import { CORS_ALLOW_ORIGIN_VARIABLE } from '#shared/http/cors-headers.ts'
 import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-construct.ts'
 
+// Every route's function, bound to the tables and indexes its route entry names and no more.
+
 export interface OperationFunctionsProps {
   config: StageConfig
   petTable: ITable

@@ -1,6 +1,5 @@
 import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb'
 import { RUNTIME_VARIABLES } from '#local/bundles/bundle-functions.ts'
-import type { LocalTableNames } from '#local/local-environment.ts'
 import { type DynamoIamGuard, type GuardedTable, startDynamoIamGuard } from './dynamo-iam-guard.ts'
 import { type FunctionRole, stageRoles } from './stage-roles.ts'
 import { readAssemblyStage, type SynthesizedStage, synthesizedStage } from './synthesized-stage.ts'
@@ -16,9 +15,10 @@ export interface LocalIamOptions {
   upstream: string
   /** The local stage's function environment (local-environment.ts). */
   environment: Record<string, string>
-  tables: LocalTableNames
+  /** The local tables' names by the route table's names of them (`pets`, `rateLimits`…). */
+  tables: Record<string, string>
   /** The CreateTable input of each local table, by the same keys: its partition key. */
-  definitions: Record<keyof LocalTableNames, CreateTableCommandInput>
+  definitions: Record<string, CreateTableCommandInput>
   onDenied?: (message: string) => void
   /** Keep every authorization (tests: DynamoIamGuard.requests). */
   record?: boolean
@@ -48,12 +48,12 @@ export const startLocalIam = async (options: LocalIamOptions): Promise<LocalIam>
     variables: options.environment,
   })
   const tables = new Map<string, GuardedTable>(
-    (Object.keys(options.tables) as (keyof LocalTableNames)[]).map((key) => [
-      options.tables[key],
+    Object.entries(options.tables).map(([key, name]) => [
+      name,
       {
         key,
         partitionKey: String(
-          options.definitions[key].KeySchema?.find((k) => k.KeyType === 'HASH')?.AttributeName,
+          options.definitions[key]?.KeySchema?.find((k) => k.KeyType === 'HASH')?.AttributeName,
         ),
       },
     ]),

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { indexChangeProblem } from '#infra/config/released-indexes-config.ts'
 import { indexesOf, TABLE_INDEXES } from '#shared/config/table-indexes-config.ts'
 import {
   globalSecondaryIndexOf,
@@ -72,6 +73,16 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
         synthesized,
         `the ${stage} data stack's ${table} table has other indexes than TABLE_INDEXES.${table} defines: infra/stacks/petstore-data-stack.ts makes each table from its definition in shared/data/table-keys.ts, and infra/constructs/petstore-table-construct.ts adds every index of it`,
       ).toEqual(defined)
+    }
+  })
+
+  it('changes at most one index of a table over the last release (RELEASED_INDEXES), as one CloudFormation update can', () => {
+    const tables = tablesOf(stage)
+    for (const table of Object.keys(tables) as (keyof typeof tables)[]) {
+      const names = (
+        (propsOf(tables[table]).GlobalSecondaryIndexes ?? []) as { IndexName: string }[]
+      ).map((index) => index.IndexName)
+      expect(indexChangeProblem(table, names), `${stage} ${table}`).toBeUndefined()
     }
   })
 
@@ -150,6 +161,24 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
       appStage(stage).data.toJSON().Resources as Record<string, CfnResource>,
     ).map((resource) => resource.Type)
     expect(types).toEqual(Array(4).fill('AWS::DynamoDB::Table'))
+  })
+})
+
+describe('a new index on its way to production', () => {
+  it('refuses two new indexes of one table in one deploy, naming the one to ship first', () => {
+    expect(indexChangeProblem('pets', ['status-id-index', 'category-id-index'])).toBeUndefined()
+    expect(
+      indexChangeProblem('pets', ['status-id-index', 'category-id-index', 'name-index']),
+    ).toMatch(
+      /^the pets table adds category-id-index, name-index in one deploy, over the indexes of the last release \(infra\/config\/released-indexes-config.ts\): CloudFormation adds or deletes one global secondary index per table update. Ship category-id-index alone first/,
+    )
+  })
+
+  it('refuses an index added and another deleted in one deploy (CloudFormation fails such an update)', () => {
+    expect(indexChangeProblem('pets', ['category-id-index'])).toMatch(
+      /adds category-id-index and deletes status-id-index in one deploy/,
+    )
+    expect(indexChangeProblem('pets', [])).toBeUndefined()
   })
 })
 

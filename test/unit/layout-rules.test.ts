@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import ts from 'typescript'
 import { describe, expect, it } from 'vitest'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
@@ -11,6 +11,14 @@ import {
   type SourceFile,
   sourceFiles,
 } from '#test/support/source-files.ts'
+import { TESTED_ELSEWHERE } from '#test/support/tested-elsewhere.ts'
+import {
+  entryMatches,
+  entryProblem,
+  suggestion,
+  testGraph,
+  testNameOf,
+} from '#test/support/tests-by-name.ts'
 
 /**
  * Which top folder may import which (besides itself): the one statement of the rule. Lower rooms
@@ -168,5 +176,46 @@ describe('the layout', () => {
         .map(({ specifier }) => `${file.path} imports ${specifier}`),
     )
     expect(crossings).toEqual([])
+  })
+})
+
+describe('tests by name', () => {
+  const graph = testGraph(files)
+  const product = files.filter(({ room }) => room !== 'test')
+  const testNames = new Set(
+    files.filter(({ path }) => path.endsWith('.test.ts')).map(({ path }) => basename(path)),
+  )
+  const entriesOf = (path: string) =>
+    Object.entries(TESTED_ELSEWHERE).filter(([key]) => entryMatches(key, path))
+
+  it('gives every source file a test of its name, or an entry of TESTED_ELSEWHERE naming where it is tested', () => {
+    const untested = product
+      .filter(({ path }) => !testNames.has(testNameOf(path)) && entriesOf(path).length === 0)
+      .map(
+        ({ path }) =>
+          `${path} has no test of its name: add test/<unit|integration|e2e|infra>/${testNameOf(path)}, or, if a test already covers it, the line '${path}': '<that test>', to TESTED_ELSEWHERE in test/support/tested-elsewhere.ts${suggestion(graph, path)}`,
+      )
+    expect(untested).toEqual([])
+  })
+
+  it('holds TESTED_ELSEWHERE to the truth: each entry names a test that loads or runs its files, and no file with a test of its name', () => {
+    const problems = Object.entries(TESTED_ELSEWHERE).flatMap(([key, where]) => {
+      const matched = product.filter(({ path }) => entryMatches(key, path))
+      if (matched.length === 0) {
+        return [
+          `TESTED_ELSEWHERE's '${key}' names no source file: take it out of test/support/tested-elsewhere.ts`,
+        ]
+      }
+      return matched.flatMap(({ path }) => {
+        if (testNames.has(testNameOf(path)) && !key.includes('*')) {
+          return [
+            `${path} has a test of its name (${testNameOf(path)}): take its line out of test/support/tested-elsewhere.ts`,
+          ]
+        }
+        const problem = entryProblem(graph, path, where)
+        return problem ? [problem] : []
+      })
+    })
+    expect(problems).toEqual([])
   })
 })
