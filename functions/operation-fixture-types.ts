@@ -127,11 +127,28 @@ export interface BenchFacts {
   budget: FunctionBudget
 }
 
+/**
+ * A listing's facts for the listing contract (test/integration/listing-contract.test.ts): every
+ * route with `cursors: true` pages with limit, status filter and cursor, and the check makes pets
+ * in and out of its scope, pages through it, and holds it to the contract (docs/api.md,
+ * "Pagination").
+ */
+export interface ListingFacts {
+  /** A page request as the route takes it: its path parameters (the check adds the query). */
+  request: SampleRequest
+  /** What a pet needs to be in that listing (its scope), as createPet's body says it. */
+  pet: { categoryId?: bigint }
+  /** Another scope of the same listing, for a listing narrowed by its path: its request and pets. */
+  elsewhere?: { request: SampleRequest; pet: { categoryId?: bigint } }
+}
+
+type RouteOf<Id extends Route['operationId']> = Extract<Route, { operationId: Id }>
+
 /** An operation's fixtures: `export const fixtures = {…} satisfies OperationFixtures<'getPet'>`. */
-export interface OperationFixtures<Id extends Route['operationId']> {
+export type OperationFixtures<Id extends Route['operationId']> = {
   /** Requests that take it to every outcome its route declares (route-table-access.test.ts). */
-  outcomes: OutcomesOf<Extract<Route, { operationId: Id }>>
+  outcomes: OutcomesOf<RouteOf<Id>>
   /** Its hostile input (test/e2e/hostile-input.test.ts). */
   fuzz: (context: FuzzContext) => OperationFuzz
   bench: BenchFacts
-}
+} & (RouteOf<Id> extends { cursors: true } ? { listing: ListingFacts } : { listing?: never })

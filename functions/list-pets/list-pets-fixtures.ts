@@ -48,6 +48,8 @@ export const fixtures = {
         .map((query) => ({ requests: [listPets(key, query)] })),
     },
   }),
+  // Every pet, no scope: the contract's pages with and without a status filter.
+  listing: { request: {}, pet: {} },
   bench: {
     event: { query: { limit: '20', status: 'available' } },
     dynamo: ({ limiter, page }) => ({ ...limiter, 'Query pets': page, 'Scan pets': page }),

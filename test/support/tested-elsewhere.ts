@@ -182,7 +182,7 @@ export const TESTED_ELSEWHERE: Record<string, string> = {
   'shared/observability/logger.ts': 'test/unit/observability-middleware.test.ts',
   'shared/observability/metrics.ts': 'test/unit/observability-middleware.test.ts',
   'shared/time/clock.ts': 'test/integration/rate-limiter.test.ts',
-  'shared/wiring/pet-operation-dependencies.ts': 'test/unit/function-dependencies.test.ts',
+  'shared/wiring/pet-operation-dependencies.ts': 'test/integration/route-table-access.test.ts',
 
   'types/dynalite.d.ts': 'npm run typecheck',
 }
