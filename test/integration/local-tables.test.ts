@@ -12,6 +12,10 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalConfigError } from '#local/control-plane/local-config-error.ts'
 import { localTableDefinitions, prepareLocalTables } from '#local/local-tables.ts'
+import {
+  indexesOf as indexesOfDefinition,
+  type TABLE_INDEXES,
+} from '#shared/config/table-indexes-config.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 
 /**
@@ -79,6 +83,38 @@ const soldIds = async (name: string) =>
       }),
     )
   ).Items?.map((item) => item.id?.N)
+
+describe('the local and test tables', () => {
+  it('have every index TABLE_INDEXES defines for them, as the CDK tables do', async () => {
+    const names = {
+      pets: `${env.petTable}-local`,
+      rateLimits: `${env.petTable}-local-rl`,
+      idempotency: `${env.petTable}-local-id`,
+      keyMirror: `${env.petTable}-local-km`,
+    }
+    await prepareLocalTables({
+      client: env.client,
+      definitions: localTableDefinitions(names),
+      embeddedDataDir: undefined,
+      endpoint: env.endpoint,
+    })
+    const made = { ...names, testPets: env.petTable }
+    const problems: string[] = []
+    for (const [key, name] of Object.entries(made)) {
+      const table = key === 'testPets' ? 'pets' : (key as keyof typeof TABLE_INDEXES)
+      const defined = indexesOfDefinition(table)
+        .map(([, index]) => index.indexName)
+        .sort()
+      const actual = (await indexesOf(name)).sort()
+      if (JSON.stringify(actual) !== JSON.stringify(defined)) {
+        problems.push(
+          `${key === 'testPets' ? 'the test tables (test/support/dynamo-test-env.ts)' : "the local server's tables (local/local-tables.ts)"}: ${table} has indexes ${actual.join(', ') || 'none'}, but TABLE_INDEXES.${table} defines ${defined.join(', ') || 'none'}: make the table from its definition in shared/data/table-keys.ts (${table === 'pets' ? 'petTableDefinition' : `${table}TableDefinition`}), which adds every index TABLE_INDEXES gives it`,
+        )
+      }
+    }
+    expect(problems).toEqual([])
+  })
+})
 
 describe('local tables made before an index was defined', () => {
   it('gain the index at start on the embedded DynamoDB, every item kept and in it', async () => {
