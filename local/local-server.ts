@@ -290,17 +290,42 @@ const startDatastoreAndFunctions = async (
       definitions,
       onDenied: onIamDenied,
     })
-    return {
-      embedded,
-      endpoint,
-      tables,
-      iam,
-      functions: await loadFunctions(config, environment, iam),
+    const functions = await loadFunctions(config, environment, iam)
+    const guard = iam?.guard
+    const close = async () => {
+      await functions.bundles?.stop()
+      await guard?.close()
+      await embedded?.close()
     }
+    return { embedded, endpoint, tables, iam, functions, close }
   } catch (error) {
     await iam?.guard.close()
     await embedded?.close()
     throw error
+  }
+}
+
+/**
+ * The DynamoDB clients of the server itself: the control plane's view of the key mirror, and the
+ * key sync's, behind its role (the key sync's bundle has its own endpoint).
+ */
+const serverClients = (iam: LocalIam | undefined) => {
+  const documentClient = createDocumentClient(dynamoConfigFromEnv(process.env))
+  const keySyncClient = iam
+    ? createDocumentClient(
+        dynamoConfigFromEnv({
+          ...process.env,
+          DYNAMODB_ENDPOINT: iam.guard.endpointFor(KEY_SYNC_OPERATION),
+        }),
+      )
+    : documentClient
+  return {
+    documentClient,
+    keySyncClient,
+    destroy: () => {
+      documentClient.destroy()
+      keySyncClient.destroy()
+    },
   }
 }
 
@@ -315,7 +340,7 @@ const startOn = async (
   const keys = await bootstrapControlPlane(store, config)
   const controlSecret = await localControlSecret(config.dataDir, config.controlSecret)
   const { logger } = await import('#shared/observability/logger.ts')
-  const { embedded, endpoint, tables, functions, iam } = await startDatastoreAndFunctions(
+  const { embedded, endpoint, tables, functions, iam, close } = await startDatastoreAndFunctions(
     config,
     options.onIamDenied ?? ((message) => logger.error(message)),
   )
@@ -343,17 +368,8 @@ const startOn = async (
     onAuthorized: noteKeyId,
     baseHost: () => baseHost,
   })
-  // The control plane's view of the mirror the authorizer reads, and the key sync's, behind its
-  // role (the key sync's bundle has its own endpoint).
-  const documentClient = createDocumentClient(dynamoConfigFromEnv(process.env))
-  const keySyncClient = iam
-    ? createDocumentClient(
-        dynamoConfigFromEnv({
-          ...process.env,
-          DYNAMODB_ENDPOINT: iam.guard.endpointFor(KEY_SYNC_OPERATION),
-        }),
-      )
-    : documentClient
+  const { documentClient, keySyncClient, destroy } = serverClients(iam)
+  const closeDatastore = () => Promise.resolve(destroy()).then(close)
   let keySync: LocalKeySync | undefined
   const controlPlane = controlPlaneFor({
     store,
@@ -378,11 +394,7 @@ const startOn = async (
   try {
     address = await listen(server, config)
   } catch (error) {
-    documentClient.destroy()
-    keySyncClient.destroy()
-    await bundles?.stop()
-    await iam?.guard.close()
-    await embedded?.close()
+    await closeDatastore()
     throw error
   }
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
@@ -396,11 +408,7 @@ const startOn = async (
   const stop = async () => {
     await keySync?.stop()
     await closeServer(server)
-    await bundles?.stop()
-    documentClient.destroy()
-    keySyncClient.destroy()
-    await iam?.guard.close()
-    await embedded?.close()
+    await closeDatastore()
     await lock?.release()
   }
   try {
