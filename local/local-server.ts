@@ -290,6 +290,11 @@ const startDatastoreAndFunctions = async (
       definitions,
       onDenied: onIamDenied,
     })
+    const unenforced = iam?.unresolved() ?? []
+    // A managed policy or boundary the templates name but do not hold is not enforced here.
+    if (unenforced.length > 0) {
+      process.emitWarning(`IAM: unenforced locally, not in the templates: ${unenforced.join('; ')}`)
+    }
     const functions = await loadFunctions(config, environment, iam)
     const guard = iam?.guard
     const close = async () => {
