@@ -155,7 +155,7 @@ const pageThrough = async (
     for (const pet of body) {
       if (status !== undefined && pet.status !== status) {
         problems.push(
-          `${route.operationId} answered ${asked} with pet ${pet.id}, whose status is ${pet.status ?? 'none'}: apply the request's status filter (query by status, as listPets queries TABLE_INDEXES.pets.status)`,
+          `${route.operationId} answered ${asked} with pet ${pet.id}, whose status is ${pet.status ?? 'none'}: apply the request's status filter (in its repository query: the key condition of an index keyed by status, or a FilterExpression on status)`,
         )
       }
       if (
