@@ -51,6 +51,9 @@ export interface DynamoIamGuard {
   close(): Promise<void>
 }
 
+/** How long a close waits for the requests on their way to DynamoDB. */
+const CLOSE_GRACE_MS = 5_000
+
 /** One authorization IAM makes for a DynamoDB call (a batch or transaction makes several). */
 interface Authorization {
   action: string
@@ -219,6 +222,14 @@ export const startDynamoIamGuard = async (
     return undefined
   }
 
+  // Requests on their way to DynamoDB: a close lets them finish first (a function's last write
+  // may outlive its answer, as the rate limiter's does), so none is cut off inside DynamoDB.
+  let inFlight = 0
+  let settled: (() => void) | undefined
+  const finished = () => {
+    inFlight -= 1
+    if (inFlight === 0) settled?.()
+  }
   const server = createServer(async (req, res) => {
     const service = decodeURIComponent((req.url ?? '/').split('/')[1] ?? '')
     const body = await readBody(req)
@@ -230,6 +241,7 @@ export const startDynamoIamGuard = async (
       return
     }
     const headers = { ...req.headers, host: upstream.host, 'content-length': String(body.length) }
+    inFlight += 1
     const forwarded = request(
       {
         host: upstream.hostname,
@@ -242,9 +254,13 @@ export const startDynamoIamGuard = async (
       (answer) => {
         res.writeHead(answer.statusCode ?? 500, answer.headers)
         answer.pipe(res)
+        answer.once('end', finished)
       },
     )
-    forwarded.once('error', (error) => res.destroy(error))
+    forwarded.once('error', (error) => {
+      finished()
+      res.destroy(error)
+    })
     forwarded.end(body)
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -254,9 +270,19 @@ export const startDynamoIamGuard = async (
     denials: () => [...denials],
     requests: () => [...recorded],
     close: async () => {
-      agent.destroy()
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+      server.closeIdleConnections()
+      if (inFlight > 0) {
+        await Promise.race([
+          new Promise<void>((resolve) => {
+            settled = resolve
+          }),
+          new Promise((resolve) => setTimeout(resolve, CLOSE_GRACE_MS).unref()),
+        ])
+      }
       server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
+      agent.destroy()
+      await closed
     },
   }
 }

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import {
   BatchWriteItemCommand,
   DynamoDBClient,
@@ -159,6 +161,40 @@ describe("DynamoDB behind a function's deployed role", () => {
         .filter((request) => !request.allowed)
         .map((r) => `${r.service} ${r.action}`),
     ).toEqual(['listPets Scan', 'listPets Scan', 'key-sync BatchWriteItem'])
+  })
+})
+
+describe('a guard that closes', () => {
+  it('lets a request on its way to DynamoDB finish (a write that outlives its answer is not cut off)', async () => {
+    // A DynamoDB that takes its time: the request is in flight when the guard is closed.
+    const slow = createServer((_req, res) => {
+      setTimeout(() => {
+        res.writeHead(200, { 'Content-Type': 'application/x-amz-json-1.0' })
+        res.end('{}')
+      }, 300)
+    })
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve))
+    const closing = await startDynamoIamGuard({
+      upstream: `http://127.0.0.1:${(slow.address() as AddressInfo).port}`,
+      region: 'us-east-1',
+      account,
+      tables: new Map(),
+      roles: new Map([role('getPet', [{ Effect: 'Allow', Action: 'dynamodb:*', Resource: '*' }])]),
+    })
+    const client = new DynamoDBClient({
+      endpoint: closing.endpointFor('getPet'),
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 1,
+    })
+    const call = refusal(
+      client.send(new GetItemCommand({ TableName: 't', Key: { pk: { S: 'x' } } })),
+    )
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    await closing.close()
+    expect(await call).toBe('allowed')
+    client.destroy()
+    slow.close()
   })
 })
 
