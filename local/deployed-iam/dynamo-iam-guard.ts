@@ -158,6 +158,58 @@ const accessDenied = (res: ServerResponse, message: string) => {
 }
 
 /**
+ * What goes on to DynamoDB once allowed, on kept-alive connections. A drain lets the requests on
+ * their way finish first (a function's last write may outlive its answer, as the rate limiter's
+ * does), so none is cut off inside DynamoDB as it closes.
+ */
+const forwarderTo = (upstream: URL) => {
+  const agent = new Agent({ keepAlive: true })
+  let inFlight = 0
+  let settled: (() => void) | undefined
+  const finished = () => {
+    inFlight -= 1
+    if (inFlight === 0) settled?.()
+  }
+  return {
+    forward: (req: IncomingMessage, res: ServerResponse, body: Buffer) => {
+      const headers = { ...req.headers, host: upstream.host, 'content-length': String(body.length) }
+      inFlight += 1
+      const forwarded = request(
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          path: '/',
+          method: req.method,
+          headers,
+          agent,
+        },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 500, answer.headers)
+          answer.pipe(res)
+          answer.once('end', finished)
+        },
+      )
+      forwarded.once('error', (error) => {
+        finished()
+        res.destroy(error)
+      })
+      forwarded.end(body)
+    },
+    drain: async () => {
+      if (inFlight > 0) {
+        await Promise.race([
+          new Promise<void>((resolve) => {
+            settled = resolve
+          }),
+          new Promise((resolve) => setTimeout(resolve, CLOSE_GRACE_MS).unref()),
+        ])
+      }
+      agent.destroy()
+    },
+  }
+}
+
+/**
  * A DynamoDB endpoint per function in front of the real one (the embedded DynamoDB, or
  * DYNAMODB_ENDPOINT): each request is authorized as IAM would authorize it for the function's
  * deployed role (its synthesized policies, local/iam's evaluator) and goes on only when allowed;
@@ -173,8 +225,6 @@ export const startDynamoIamGuard = async (
       { role, policies: compilePolicies(role.policies) },
     ]),
   )
-  const upstream = new URL(options.upstream)
-  const agent = new Agent({ keepAlive: true })
   const denials: string[] = []
   const recorded: GuardedRequest[] = []
   const arnOf = (tableName: string, indexName?: string) =>
@@ -222,14 +272,7 @@ export const startDynamoIamGuard = async (
     return undefined
   }
 
-  // Requests on their way to DynamoDB: a close lets them finish first (a function's last write
-  // may outlive its answer, as the rate limiter's does), so none is cut off inside DynamoDB.
-  let inFlight = 0
-  let settled: (() => void) | undefined
-  const finished = () => {
-    inFlight -= 1
-    if (inFlight === 0) settled?.()
-  }
+  const forwarder = forwarderTo(new URL(options.upstream))
   const server = createServer(async (req, res) => {
     const service = decodeURIComponent((req.url ?? '/').split('/')[1] ?? '')
     const body = await readBody(req)
@@ -240,28 +283,7 @@ export const startDynamoIamGuard = async (
       accessDenied(res, refused)
       return
     }
-    const headers = { ...req.headers, host: upstream.host, 'content-length': String(body.length) }
-    inFlight += 1
-    const forwarded = request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        path: '/',
-        method: req.method,
-        headers,
-        agent,
-      },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 500, answer.headers)
-        answer.pipe(res)
-        answer.once('end', finished)
-      },
-    )
-    forwarded.once('error', (error) => {
-      finished()
-      res.destroy(error)
-    })
-    forwarded.end(body)
+    forwarder.forward(req, res, body)
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as AddressInfo
@@ -272,16 +294,8 @@ export const startDynamoIamGuard = async (
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
       server.closeIdleConnections()
-      if (inFlight > 0) {
-        await Promise.race([
-          new Promise<void>((resolve) => {
-            settled = resolve
-          }),
-          new Promise((resolve) => setTimeout(resolve, CLOSE_GRACE_MS).unref()),
-        ])
-      }
+      await forwarder.drain()
       server.closeAllConnections()
-      agent.destroy()
       await closed
     },
   }
