@@ -1,5 +1,5 @@
-import { OPERATION_FACTS } from '#functions/operation-facts.ts'
-import type { FunctionBudget } from '#shared/config/operation-facts-config.ts'
+import type { FunctionBudget } from '#functions/operation-fixture-types.ts'
+import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
 import type { Operation } from './support/bench-subjects.ts'
 
 /**
@@ -31,7 +31,7 @@ const AUTHORIZER_BUDGET: FunctionBudget = {
 const SHARED_GROWTH = { bundleBytes: 4_096, bundledModules: 4 } as const
 
 const budgetOf = (operation: Operation): FunctionBudget =>
-  operation === 'authorizer' ? AUTHORIZER_BUDGET : OPERATION_FACTS[operation].bench.budget
+  operation === 'authorizer' ? AUTHORIZER_BUDGET : OPERATION_FIXTURES[operation].bench.budget
 
 export interface MeasuredFacts {
   /** undefined when instructions were not counted (no valgrind, or BENCH_INSTRUCTIONS=0). */

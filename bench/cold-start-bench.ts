@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { build } from 'esbuild'
 import { ADDRESS_BLOCK_OPERATION } from '#functions/address-block/address-block-dependencies.ts'
 import { ADDRESS_BLOCK_ENTRY } from '#functions/function-entries.ts'
-import { OPERATION_FACTS } from '#functions/operation-facts.ts'
+import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
 import { BUNDLE_FILE, FUNCTION_BUNDLING } from '#infra/config/bundling-config.ts'
 import { REPO_ROOT } from '#infra/constructs/petstore-function-construct.ts'
 import { routeOf } from '#shared/config/routes-config.ts'
@@ -92,7 +92,7 @@ const eventsFile = (operation: Operation): string => {
           restEvent({
             method: routeOf(operation).method,
             resource: routeOf(operation).path,
-            ...OPERATION_FACTS[operation].bench.event,
+            ...OPERATION_FIXTURES[operation].bench.event,
           }),
         ]
   const file = join(work, `events-${operation}.json`)
@@ -402,7 +402,7 @@ const main = async (): Promise<number> => {
   }
   if (problems.length > 0) {
     log(
-      `\nbudgets (each operation's bench.budget in functions/<fn>/<fn>-operation.ts, the authorizer's in bench/bench-budgets.ts) broken:\n- ${problems.join('\n- ')}`,
+      `\nbudgets (each operation's bench.budget in functions/<fn>/<fn>-fixtures.ts, the authorizer's in bench/bench-budgets.ts) broken:\n- ${problems.join('\n- ')}`,
     )
     return 1
   }

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { join, resolve } from 'node:path'
+import { ADDRESS_BLOCK_ENV } from '#functions/address-block/address-block-dependencies.ts'
 import { keptSecret } from '#local/control-plane/kept-secret-file.ts'
 import { formatMacSecrets, type MacSecrets } from '#shared/auth/project-key.ts'
 import { CLIENT_LIMITS_VARIABLE, IN_PROCESS } from '#shared/data/dynamo-client.ts'
@@ -88,6 +89,7 @@ export const localFunctionEnvironment = (
     IDEMPOTENCY_TABLE_NAME: tables.idempotency,
     KEY_MIRROR_TABLE_NAME: tables.keyMirror,
     STORE_KEY_TABLE_NAME: tables.storeKeys,
+    [ADDRESS_BLOCK_ENV.table]: tables.addressBlocks,
     CURSOR_SECRET: cursorSecret,
     KEY_MAC_SECRETS: formatMacSecrets(macSecrets),
     POOL_USAGE_KEY: poolKey,

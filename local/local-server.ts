@@ -1,14 +1,9 @@
 import { mkdir } from 'node:fs/promises'
 import { createServer, type RequestListener, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
-import { addressBlockTableDefinition } from '#functions/address-block/address-block-repository.ts'
-import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { controlSecretCredentials } from '#keys/local-control-config.ts'
-import { loadBundleFunctions } from '#local/bundles/bundle-functions.ts'
 import {
   bootstrapControlPlane,
   type LocalKeys,
@@ -21,6 +16,7 @@ import {
   type LocalKeySync,
   startLocalKeySync,
 } from '#local/control-plane/local-key-sync-runner.ts'
+import { type LocalIam, localIamFor } from '#local/deployed-iam/local-iam.ts'
 import {
   type LocalAddressBlockView,
   type LocalEdgeSettings,
@@ -28,27 +24,15 @@ import {
 } from '#local/edge/local-stage-edge.ts'
 import { clientErrorAnswer } from '#local/gateway/client-error.ts'
 import { refuseTunnel } from '#local/gateway/gateway-http.ts'
-import type { ProxyHandler, TokenAuthorizer } from '#local/gateway/local-gateway.ts'
 import type { RequestLogWriter } from '#local/gateway/request-log.ts'
 import type { BackstopFor } from '#local/gateway/usage-plan-throttle.ts'
 import type { MacSecrets } from '#shared/auth/project-key.ts'
-import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
+import { API_VERSION_PATH } from '#shared/config/routes-config.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
-import {
-  idempotencyTableDefinition,
-  keyMirrorTableDefinition,
-  petTableDefinition,
-  rateLimitTableDefinition,
-  storeKeyTableDefinition,
-} from '#shared/data/table-keys.ts'
+import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
 import { type DataDirLock, lockDataDir } from './data-dir-lock.ts'
-import {
-  type EmbeddedDynamo,
-  ensureTable,
-  IN_MEMORY,
-  startEmbeddedDynamo,
-} from './embedded-dynamo.ts'
+import { type EmbeddedDynamo, IN_MEMORY, startEmbeddedDynamo } from './embedded-dynamo.ts'
 import type { LocalConfig } from './local-config.ts'
 import {
   type LocalTableNames,
@@ -57,15 +41,15 @@ import {
   localKeyMacSecrets,
   localTableNames,
 } from './local-environment.ts'
+import { loadFunctions } from './local-functions.ts'
 import { listenerFor } from './local-listener.ts'
+import { localTableDefinitions, prepareLocalTables } from './local-tables.ts'
 
 /**
  * The whole API on one machine, as a library (`npm start` is its CLI): starts the embedded
  * DynamoDB (or uses config.dynamoEndpoint), creates the tables, gives the Lambda entries the
  * environment they get on AWS, and serves them behind the local gateway at http://HOST:PORT/v1.
  */
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 
 export interface LocalServer {
   /** http://HOST:PORT/v1 with the port actually bound (PORT=0 picks a free one). */
@@ -88,46 +72,13 @@ export interface LocalServer {
    * WAF, the access log's subscription, and the function's runs.
    */
   addressBlock: LocalAddressBlockView
+  /**
+   * Every DynamoDB request a function's deployed role would refuse (and so was refused), each with
+   * its fix; none for a server without the check (against AWS's own DynamoDB).
+   */
+  iamDenials(): readonly string[]
   /** Stops accepting, lets in-flight requests finish, then closes the embedded DynamoDB. */
   stop(): Promise<void>
-}
-
-/** How many servers this process started: each after the first loads fresh function instances. */
-let serversStarted = 0
-
-/**
- * The URL of a Lambda entry module for the n-th server of this process. An entry builds its
- * dependencies from the environment once, at import, as a Lambda instance does at its cold start;
- * a second server in one process (tests run many) gets instances of its own, by a URL of its own,
- * so its functions read its tables and endpoint, not the first server's. `npm start` runs one.
- */
-const entryUrl = (entry: string, server: number): string => {
-  const url = pathToFileURL(join(ROOT, entry))
-  if (server > 1) url.searchParams.set('server', String(server))
-  return url.href
-}
-
-const loadSourceHandlers = async (server: number) => {
-  // The same entry modules Lambda loads, imported after their environment is in place.
-  const entries = await Promise.all(
-    ROUTES.map(async (route) => {
-      const module = (await import(entryUrl(functionEntry(route), server))) as {
-        handler: ProxyHandler
-      }
-      return [route.operationId, module.handler] as const
-    }),
-  )
-  // The authorizer's own entry too: it reads the key mirror (KEY_MIRROR_TABLE_NAME), as on AWS.
-  const authorizer = (await import(entryUrl(AUTHORIZER_ENTRY, server))) as {
-    handler: TokenAuthorizer
-  }
-  return {
-    handlers: Object.fromEntries(entries) as Record<
-      (typeof ROUTES)[number]['operationId'],
-      ProxyHandler
-    >,
-    authorizer: authorizer.handler,
-  }
 }
 
 const listen = (server: Server, config: LocalConfig) =>
@@ -143,6 +94,8 @@ interface StartLocalSettings extends LocalEdgeSettings {
   keySyncIntervalMs?: number
   /** Where one line per request goes (local/gateway/request-log.ts); npm start: its terminal. */
   requestLog?: RequestLogWriter
+  /** Told of each request a function's role refused, with its fix; default: the logger. */
+  onIamDenied?: (message: string) => void
 }
 
 /**
@@ -210,28 +163,19 @@ const prepareDatastore = async (
   })
   Object.assign(process.env, environment)
 
-  const admin = new DynamoDBClient({ endpoint })
-  await ensureTable(admin, petTableDefinition(tables.pets))
-  await ensureTable(admin, rateLimitTableDefinition(tables.rateLimits))
-  await ensureTable(admin, idempotencyTableDefinition(tables.idempotency))
-  await ensureTable(admin, keyMirrorTableDefinition(tables.keyMirror))
-  await ensureTable(admin, storeKeyTableDefinition(tables.storeKeys))
-  await ensureTable(admin, addressBlockTableDefinition(tables.addressBlocks))
-  admin.destroy()
-  return environment
-}
-
-/**
- * The functions the gateway invokes: the TypeScript entries in this process, or (config.bundles)
- * the bundles of a cloud assembly, each in a process of its own as Lambda runs them.
- */
-const loadFunctions = async (config: LocalConfig, environment: Record<string, string>) => {
-  if (!config.bundles) {
-    serversStarted += 1
-    return { ...(await loadSourceHandlers(serversStarted)), bundles: undefined }
+  const client = new DynamoDBClient({ endpoint })
+  const definitions = localTableDefinitions(tables)
+  try {
+    await prepareLocalTables({
+      client,
+      definitions,
+      embeddedDataDir: embedded && config.dataDir !== IN_MEMORY ? config.dataDir : undefined,
+      endpoint,
+    })
+  } finally {
+    client.destroy()
   }
-  const bundles = await loadBundleFunctions(config.bundles, environment)
-  return { handlers: bundles.handlers, authorizer: bundles.authorizer, bundles }
+  return { environment, definitions }
 }
 
 /** The HTTP server the gateway and the control plane share, set as API Gateway behaves. */
@@ -281,29 +225,72 @@ const closeServer = async (server: Server) => {
 /** The DynamoDB the functions use (embedded or config's), its tables, and the functions. */
 const startDatastoreAndFunctions = async (
   config: LocalConfig,
-  keys: { macSecrets: MacSecrets; poolKey: string },
+  {
+    keys,
+    onIamDenied,
+  }: { keys: { macSecrets: MacSecrets; poolKey: string }; onIamDenied: (message: string) => void },
 ) => {
   const embedded: EmbeddedDynamo | undefined = config.dynamoEndpoint
     ? undefined
     : await startEmbeddedDynamo(config.dataDir)
   const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
   const tables = localTableNames(config.dataDir, embedded !== undefined)
+  let iam: LocalIam | undefined
   try {
-    const environment = await prepareDatastore(config, {
+    const { environment, definitions } = await prepareDatastore(config, {
       endpoint,
       embedded: embedded !== undefined,
       tables,
       ...keys,
     })
-    return {
-      embedded,
-      endpoint,
+    iam = await localIamFor(config, {
+      upstream: endpoint,
+      environment,
       tables,
-      functions: await loadFunctions(config, environment),
+      definitions,
+      onDenied: onIamDenied,
+    })
+    const unenforced = iam?.unresolved() ?? []
+    // A managed policy or boundary the templates name but do not hold is not enforced here.
+    if (unenforced.length > 0) {
+      process.emitWarning(`IAM: unenforced locally, not in the templates: ${unenforced.join('; ')}`)
     }
+    const functions = await loadFunctions(config, environment, iam)
+    const guard = iam?.guard
+    const close = async () => {
+      await functions.bundles?.stop()
+      await guard?.close()
+      await embedded?.close()
+    }
+    return { embedded, endpoint, tables, iam, functions, close }
   } catch (error) {
+    await iam?.guard.close()
     await embedded?.close()
     throw error
+  }
+}
+
+/**
+ * The DynamoDB clients of the server itself: the control plane's view of the key mirror, and the
+ * key sync's, behind its role (the key sync's bundle has its own endpoint).
+ */
+const serverClients = (iam: LocalIam | undefined) => {
+  const documentClient = createDocumentClient(dynamoConfigFromEnv(process.env))
+  const keySyncClient = iam
+    ? createDocumentClient(
+        dynamoConfigFromEnv({
+          ...process.env,
+          DYNAMODB_ENDPOINT: iam.guard.endpointFor(KEY_SYNC_OPERATION),
+        }),
+      )
+    : documentClient
+  return {
+    documentClient,
+    keySyncClient,
+    destroy: () => {
+      documentClient.destroy()
+      keySyncClient.destroy()
+    },
   }
 }
 
@@ -318,14 +305,19 @@ const startOn = async (
   const macSecrets = await localKeyMacSecrets(config.dataDir)
   const keys = await bootstrapControlPlane(store, { ...config, macSecrets })
   const controlSecret = await localControlSecret(config.dataDir, config.controlSecret)
-  const datastore = await startDatastoreAndFunctions(config, { ...keys, macSecrets })
-  const { embedded, endpoint, tables, functions } = datastore
-  const { handlers, authorizer, bundles } = functions
   const { logger } = await import('#shared/observability/logger.ts')
+  const { embedded, endpoint, tables, functions, iam, close } = await startDatastoreAndFunctions(
+    config,
+    {
+      keys: { ...keys, macSecrets },
+      onIamDenied: options.onIamDenied ?? ((message) => logger.error(message)),
+    },
+  )
+  const { handlers, authorizer, bundles } = functions
 
   let baseHost: string | undefined
-  // The key sync's view of the mirror the authorizer reads, and the control plane's.
-  const documentClient = createDocumentClient(dynamoConfigFromEnv(process.env))
+  const { documentClient, keySyncClient, destroy } = serverClients(iam)
+  const closeDatastore = () => Promise.resolve(destroy()).then(close)
   const edge = localStageEdge(options, {
     enterpriseLimits: config.enterpriseLimits,
     documentClient,
@@ -353,9 +345,7 @@ const startOn = async (
   try {
     address = await listen(server, config)
   } catch (error) {
-    documentClient.destroy()
-    await bundles?.stop()
-    await embedded?.close()
+    await closeDatastore()
     throw error
   }
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
@@ -370,16 +360,14 @@ const startOn = async (
     await keySync?.stop()
     await closeServer(server)
     await edge.addressBlock.stop()
-    await bundles?.stop()
-    documentClient.destroy()
-    await embedded?.close()
+    await closeDatastore()
     await lock?.release()
   }
   try {
     keySync = await startLocalKeySync({
       endpoint: managementEndpoint,
       credentials: controlSecretCredentials(controlSecret),
-      documentClient,
+      documentClient: keySyncClient,
       tableName: tables.keyMirror,
       logger,
       clock,
@@ -412,6 +400,7 @@ const startOn = async (
     endpoint,
     embedded: embedded !== undefined,
     addressBlock: edge.view,
+    iamDenials: () => iam?.guard.denials() ?? [],
     stop,
   }
 }

@@ -59,7 +59,7 @@ export class PetstoreApi extends Construct {
   readonly pool: StoreKeyPool
   readonly accessLogGroup: LogGroup
   readonly domain: DomainName | undefined
-  /** The key of listPets' cursor tags, generated at deploy time per stage. */
+  /** The key of the listings' cursor tags, generated at deploy time per stage. */
   readonly cursorSecret: Secret
   readonly webAcl: WebAcl | undefined
   /** `https://.../v1`: the base address clients use. */
@@ -90,7 +90,7 @@ export class PetstoreApi extends Construct {
       rateLimitTable,
       idempotencyTable,
     })
-    this.cursorSecret = addCursorSecret(this, config, this.functions.listPets)
+    this.cursorSecret = addCursorSecret(this, config, this.functions)
     const authorizer = addApiKeyAuthorizer(this, config, this.authorizerFunction)
     const { api, accessLogGroup } = addRestApi(this, config, authorizer)
     this.api = api

@@ -29,7 +29,7 @@ export interface BundleSource {
  * kept local (there is no CloudWatch here). Every other local value (a table's name, the cursor
  * secret, the CORS origin, the API's id) replaces only a variable the template gives the function.
  */
-const RUNTIME_VARIABLES = [
+export const RUNTIME_VARIABLES = [
   'DYNAMODB_ENDPOINT',
   CLIENT_LIMITS_VARIABLE,
   'AWS_REGION',
@@ -135,6 +135,8 @@ const runtimeMajor = (runtime: string): number => Number(/^nodejs(\d+)\.x$/.exec
 export const loadBundleFunctions = async (
   source: BundleSource,
   local: Record<string, string>,
+  /** Each function's own DynamoDB endpoint, behind its role (local/deployed-iam/). */
+  dynamoEndpointOf?: (service: string) => string,
 ): Promise<BundleFunctions> => {
   const functions = readAssemblyFunctions(source.assemblyDir, source.stage)
   const hostMajor = Number(process.versions.node.split('.')[0])
@@ -158,7 +160,12 @@ export const loadBundleFunctions = async (
       name: fn.service,
       codeDir: fn.codeDir,
       handler: fn.handler,
-      environment: bundleEnvironment(fn, { ...credentials, ...local, ...extra }),
+      environment: bundleEnvironment(fn, {
+        ...credentials,
+        ...local,
+        ...(dynamoEndpointOf ? { DYNAMODB_ENDPOINT: dynamoEndpointOf(fn.service) } : {}),
+        ...extra,
+      }),
       timeoutSeconds: fn.timeoutSeconds,
     })
   const operations = ROUTES.map(

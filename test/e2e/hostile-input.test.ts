@@ -363,7 +363,7 @@ describe("each operation's own requests (the `fuzz` its folder declares), genera
           .filter((status) => !seen.has(status))
           .map(
             (status) =>
-              `${operationId} never answered ${status} in ${runs} runs: add requests that get it to the fuzz of functions/${route.functionName}/${route.functionName}-operation.ts, or take it out of its route's errors if it cannot be answered`,
+              `${operationId} never answered ${status} in ${runs} runs: add requests that get it to the fuzz of functions/${route.functionName}/${route.functionName}-fixtures.ts, or take it out of its route's errors if it cannot be answered`,
           ),
       ).toEqual([])
       console.info(

@@ -9,7 +9,7 @@ import {
 import { readStageConfig } from '#infra/config/stage-config.ts'
 import { addWebAcl, WAF_BODY_INSPECTION_BYTES } from '#infra/constructs/web-acl-construct.ts'
 import { BEARER_TOKEN_VALIDATION_PATTERN } from '#shared/auth/bearer-token.ts'
-import { ROUTES } from '#shared/config/routes-config.ts'
+import { ROUTES, type RouteDefinition } from '#shared/config/routes-config.ts'
 import { STAGES } from '#shared/config/stages-config.ts'
 import { CORS_EXPOSED_HEADERS } from '#shared/http/cors-headers.ts'
 import { MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
@@ -705,19 +705,36 @@ describe('the WAF web ACL', () => {
 })
 
 describe('the cursor key', () => {
-  it('reaches listPets alone, from a secret generated at deploy time per stage', () => {
+  it('reaches the operations that page with cursors and no other function, from a secret generated at deploy time per stage', () => {
+    const paging = (ROUTES as readonly RouteDefinition[]).filter((route) => route.cursors)
+    // listPets pages (a statement of this API, not the rule): the rule below is not vacuous.
+    expect(paging.map((route) => route.operationId)).toContain('listPets')
     for (const template of [production, staging]) {
       const [[secretId, secret]] = resourcesOf(template, 'AWS::SecretsManager::Secret') as [
         [string, CfnResource],
       ]
       expect(propsOf(secret).GenerateSecretString).toMatchObject({ PasswordLength: 64 })
-      // The whole current secret string, resolved by CloudFormation at deploy time: nothing a
-      // client could know (such as a table name) goes into it, and no cold start fetches it.
-      expect(envOf(functionByService(template, 'listPets')[1]).CURSOR_SECRET).toEqual({
-        'Fn::Join': ['', ['{{resolve:secretsmanager:', { Ref: secretId }, ':SecretString:::}}']],
-      })
-      for (const service of ['getPet', 'createPet', 'authorizer', KEY_SYNC_OPERATION]) {
-        expect(envOf(functionByService(template, service)[1]).CURSOR_SECRET).toBeUndefined()
+      for (const service of [
+        ...ROUTES.map((route) => route.operationId),
+        'authorizer',
+        KEY_SYNC_OPERATION,
+      ]) {
+        const pages = paging.some((route) => route.operationId === service)
+        // The whole current secret string, resolved by CloudFormation at deploy time: nothing a
+        // client could know (such as a table name) goes into it, and no cold start fetches it.
+        expect(
+          envOf(functionByService(template, service)[1]).CURSOR_SECRET,
+          `${service}: the cursor secret reaches exactly the routes with \`cursors: true\` (infra/constructs/cursor-secret-construct.ts)`,
+        ).toEqual(
+          pages
+            ? {
+                'Fn::Join': [
+                  '',
+                  ['{{resolve:secretsmanager:', { Ref: secretId }, ':SecretString:::}}'],
+                ],
+              }
+            : undefined,
+        )
       }
     }
   })

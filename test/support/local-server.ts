@@ -94,6 +94,9 @@ export interface InProcessServer {
   keySyncSettled(): Promise<void>
   /** The local edge's automatic block: its IP sets, the access log's delivery, its runs. */
   addressBlock: LocalServerOf['addressBlock']
+  /** The DynamoDB requests the functions' deployed roles refused so far, each with its fix. */
+  iamDenials(): readonly string[]
+  /** Stops the server; fails if any function made a request its deployed role would refuse. */
   stop(): Promise<void>
 }
 
@@ -121,7 +124,18 @@ export const startInProcessServer = async (
       syncKeys: () => local.syncKeys(),
       keySyncSettled: () => local.keySyncSettled(),
       addressBlock: local.addressBlock,
-      stop: () => local.stop().finally(restoreEnv),
+      iamDenials: () => local.iamDenials(),
+      stop: async () => {
+        await local.stop().finally(restoreEnv)
+        // Every file's server, whatever its subject: a request the deployed role would refuse
+        // fails the file that made it, with the fix (local/deployed-iam/denial-fix.ts).
+        const denials = local.iamDenials()
+        if (denials.length > 0) {
+          throw new Error(
+            `the functions' deployed roles would refuse ${denials.length} DynamoDB request(s) this server's functions made:\n- ${[...new Set(denials)].join('\n- ')}`,
+          )
+        }
+      },
     }
   } catch (error) {
     restoreEnv()
