@@ -193,6 +193,10 @@ export class KeySyncStateRepository {
   /**
    * Takes the lease until `nowMs + ttlMs` unless another owner holds an unexpired one; returns
    * the state when taken, undefined when not. A run that dies keeps the lease until it expires.
+   * `owner` is the run's own token (a fresh UUID per try): when the SDK sends the write again
+   * because DynamoDB applied the first attempt but answered it late, the retry finds the lease held
+   * by this very owner and takes it again (the same values), instead of failing its condition on the
+   * run's own lease and leaving it stranded for ttlMs.
    */
   async acquire(owner: string, nowMs: number, ttlMs: number): Promise<KeySyncState | undefined> {
     try {
@@ -201,7 +205,8 @@ export class KeySyncStateRepository {
           TableName: this.#tableName,
           Key: LEASE_KEY,
           UpdateExpression: 'SET leaseOwner = :owner, leaseExpiresAt = :expires',
-          ConditionExpression: 'attribute_not_exists(leaseExpiresAt) OR leaseExpiresAt < :now',
+          ConditionExpression:
+            'attribute_not_exists(leaseExpiresAt) OR leaseExpiresAt < :now OR leaseOwner = :owner',
           ExpressionAttributeValues: { ':owner': owner, ':expires': nowMs + ttlMs, ':now': nowMs },
           ReturnValues: 'ALL_NEW',
         }),
