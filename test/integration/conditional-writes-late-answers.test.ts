@@ -77,4 +77,79 @@ describe.concurrent('the key sync state item (keys/key-sync-state-repository.ts)
     expect(await run()).toMatchObject({ skipped: false })
     expect(await sync.state.get()).toMatchObject({ lastSuccessAt: expect.any(Number) })
   })
+
+  it('complete: a run whose state save was answered late has succeeded, and left no lease', async () => {
+    const { proxy, sync, run, arm, mirrored } = await syncOn({
+      operation: 'UpdateItem',
+      matches: (body) => keyOf(body, 'lastSuccessAt = :lastSuccessAt'),
+    })
+    const before = Date.now()
+    arm()
+    expect(await run()).toMatchObject({ skipped: false, upserted: KEYS.length })
+    expect(proxy.matched()).toBe(2)
+    expect(await mirrored()).toBe(KEYS.length)
+    expect((await sync.state.get()).lastSuccessAt).toBeGreaterThanOrEqual(before)
+    expect(await run()).toMatchObject({ skipped: false })
+  })
+
+  it('held removals: a hold saved, and a confirmation applied, by late-answered saves', async () => {
+    const { gateway, proxy, sync, run, arm, mirrored } = await syncOn({
+      operation: 'UpdateItem',
+      matches: (body) => keyOf(body, 'lastSuccessAt = :lastSuccessAt'),
+    })
+    expect(await run()).toMatchObject({ upserted: KEYS.length })
+    // The plan loses its tag: its keys are held until an operator confirms them.
+    gateway.addPlan('plan-pro', {})
+    arm()
+    expect(await run()).toMatchObject({ skipped: false, deleted: 0 })
+    expect(proxy.matched()).toBe(2)
+    const held = (await sync.state.get()).heldRemovals ?? {}
+    expect(held['plan-pro']).toMatchObject({ count: KEYS.length, keyIds: KEYS })
+    expect(await mirrored()).toBe(KEYS.length)
+    arm()
+    const confirmed = await sync.handler({ confirmRemovals: KEYS }, keySyncContext())
+    expect(confirmed).toMatchObject({ skipped: false, deleted: KEYS.length })
+    expect(proxy.matched()).toBe(2)
+    expect((await sync.state.get()).heldRemovals).toBeUndefined()
+    expect(await mirrored()).toBe(0)
+  })
+
+  it('release: a failed run whose lease release was answered late leaves no lease', async () => {
+    const { gateway, proxy, run, arm } = await syncOn({
+      operation: 'UpdateItem',
+      matches: (body) => keyOf(body, 'REMOVE leaseOwner') && keyOf(body, 'leaseOwner = :owner'),
+    })
+    gateway.failure = new Error('the management API is down')
+    arm()
+    await expect(run()).rejects.toThrow('the management API is down')
+    expect(proxy.matched()).toBe(2)
+    gateway.failure = undefined
+    expect(await run()).toMatchObject({ skipped: false, upserted: KEYS.length })
+  })
+
+  it('addPending: ids an event names, recorded once however often the write is sent', async () => {
+    const { proxy, sync, arm } = await syncOn({
+      operation: 'UpdateItem',
+      matches: (body) => keyOf(body, 'ADD pendingIds'),
+    })
+    arm()
+    await sync.state.addPending(['key-1', 'plan-pro'], 1_000)
+    expect(proxy.matched()).toBe(2)
+    expect(await sync.state.get()).toMatchObject({
+      pendingIds: ['key-1', 'plan-pro'],
+      pendingNamedAt: { 'key-1': [1_000], 'plan-pro': [1_000] },
+    })
+  })
+
+  it('breakLease: a lease broken by a late-answered write is gone', async () => {
+    const { proxy, sync, arm } = await syncOn({
+      operation: 'UpdateItem',
+      matches: (body) => keyOf(body, 'attribute_exists(leaseOwner)'),
+    })
+    expect(await sync.state.acquire('left-by-a-killed-server', Date.now(), 90_000)).toBeDefined()
+    arm()
+    await sync.state.breakLease()
+    expect(proxy.matched()).toBe(2)
+    expect(await sync.state.acquire('next-run', Date.now(), 90_000)).toBeDefined()
+  })
 })
