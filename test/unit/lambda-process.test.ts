@@ -200,10 +200,14 @@ describe("a bundle's credentials (bundleCredentials)", () => {
 
   it("are dummy ones, whatever the shell has, and replace the local stage's", () => {
     expect(bundleCredentials(source, shell)).toEqual(DUMMY_CREDENTIALS)
-    const environment = bundleEnvironment(assemblyFunction({}), {
+    // The local stage's environment keeps the shell's credentials for the sources' own process.
+    const localStage: Record<string, string> = {
       DYNAMODB_ENDPOINT: 'http://127.0.0.1:4567',
       AWS_ACCESS_KEY_ID: 'AKIASHELL',
       AWS_SECRET_ACCESS_KEY: 'shell-secret',
+    }
+    const environment = bundleEnvironment(assemblyFunction({}), {
+      ...localStage,
       ...bundleCredentials(source, shell),
     })
     expect(environment).toMatchObject({
