@@ -1,7 +1,8 @@
 import type { KeyDayUsage } from '#keys/key-usage-repository.ts'
+import { shownArgument } from '#keys/key-value-mask.ts'
 import type { StageTarget } from '#ops/keys/stage-target-resolver.ts'
 import { SUSPENSION_RECHECK_MS } from '#shared/rate-limit/rate-limiter.ts'
-import { KeyAdminError } from './key-admin-error.ts'
+import { KeyAdminError, noSuchKey } from './key-admin-error.ts'
 import type { KeyRow } from './key-admin-service.ts'
 import {
   type CommandCall,
@@ -38,7 +39,11 @@ const calendarDay = (option: string, text: string): number => {
 }
 
 /** A key of the stage by id, or by a name only one key has. */
-export const findKey = (rows: KeyRow[], idOrName: string, stage: string): KeyRow => {
+export const findKey = (
+  rows: KeyRow[],
+  idOrName: string,
+  { stage, keysCommand }: { stage: string; keysCommand: string },
+): KeyRow => {
   const byId = rows.find((row) => row.id === idOrName)
   if (byId) return byId
   const named = rows.filter((row) => row.name === idOrName)
@@ -48,7 +53,7 @@ export const findKey = (rows: KeyRow[], idOrName: string, stage: string): KeyRow
       `${named.length} keys are named ${idOrName}: use an id (${named.map((row) => row.id).join(', ')})`,
     )
   }
-  throw new KeyAdminError(`No key ${idOrName} on a plan of stage ${stage}`)
+  throw noSuchKey(shownArgument(idOrName), stage, keysCommand)
 }
 
 /** Today's admitted requests and running suspensions per key, or why they could not be read. */
@@ -115,7 +120,10 @@ const notInMirror = async (target: StageTarget, key: KeyRow): Promise<string | u
 
 const showCommand = async ({ target, args, out }: CommandCall) => {
   const { rows } = await target.admin.listKeys()
-  const key = findKey(rows, supportIdArg(args, 'show'), target.stage)
+  const key = findKey(rows, supportIdArg(args, 'show'), {
+    stage: target.stage,
+    keysCommand: out.keysCommand,
+  })
   const state = await target.usage.state(key.id)
   const now = Date.now()
   const overlapOver = key.disableAfter !== undefined && Date.parse(key.disableAfter) <= now
@@ -189,7 +197,10 @@ const waitUntil = async (at: number, signal: AbortSignal | undefined): Promise<b
  */
 const liftCommand = async ({ target, args, out, signal }: CommandCall) => {
   const { rows } = await target.admin.listKeys()
-  const key = findKey(rows, supportIdArg(args, 'lift'), target.stage)
+  const key = findKey(rows, supportIdArg(args, 'lift'), {
+    stage: target.stage,
+    keysCommand: out.keysCommand,
+  })
   const wouldEnd = await target.usage.lift(key.id)
   const seconds = SUSPENSION_RECHECK_MS / 1000
   if (wouldEnd === undefined) {
@@ -323,7 +334,10 @@ const usageCommand = async ({ target, args, values, out }: CommandCall) => {
     )
     return
   }
-  const key = findKey(keys, args[0] as string, target.stage)
+  const key = findKey(keys, args[0] as string, {
+    stage: target.stage,
+    keysCommand: out.keysCommand,
+  })
   const range = historyRange(values, key.createdDate)
   const days = range.before ? [] : await target.usage.days(key.id, range.from, range.to)
   printUsage(
