@@ -22,6 +22,7 @@ import {
   toAuthorization,
 } from './authorizer-cache.ts'
 import { FailedAuthLimiter, TARPIT_AFTER_REFUSALS, TARPIT_MS } from './failed-auth-limiter.ts'
+import { FunctionInstances } from './function-instances.ts'
 import {
   EXPECTS_CONTINUE,
   type GatewayResponseType,
@@ -107,21 +108,26 @@ export const authorizeRequest = async ({
   authorizer,
   cache,
   cachedOnly = false,
+  instances = new FunctionInstances(),
 }: {
   header: string | undefined
   methodArn: string
   authorizer: TokenAuthorizer
   cache: AuthorizerCache
   cachedOnly?: boolean
+  /** Where the authorizer runs: its deadline starts when an instance runs it. */
+  instances?: FunctionInstances
 }): Promise<AuthorizationOutcome | { outcome: 'held' }> => {
   if (!header || !TOKEN_PATTERN.test(header))
     return { outcome: 'refused', response: 'UNAUTHORIZED' }
   if (cachedOnly && cache.get(header) === undefined) return { outcome: 'held' }
   const invoke = async (): Promise<CachedAuthorization> => {
     try {
-      const result = await authorizer(
-        { type: 'TOKEN', authorizationToken: header, methodArn },
-        lambdaContext('authorizer', randomUUID(), FUNCTION_TIMEOUT_SECONDS.authorizer),
+      const result = await instances.run('authorizer', () =>
+        authorizer(
+          { type: 'TOKEN', authorizationToken: header, methodArn },
+          lambdaContext('authorizer', randomUUID(), FUNCTION_TIMEOUT_SECONDS.authorizer),
+        ),
       )
       return toAuthorization(result)
     } catch (error) {
@@ -225,7 +231,13 @@ const requestParts = (req: IncomingMessage, baseHost: string | undefined) => ({
 
 /** A function that throws past its error middleware: API Gateway's DEFAULT_5XX. */
 const invokeFunction = async (
-  { handlers, onError }: Pick<Required<LocalGatewayOptions>, 'handlers' | 'onError'>,
+  {
+    handlers,
+    onError,
+    instances,
+  }: Pick<Required<LocalGatewayOptions>, 'handlers' | 'onError'> & {
+    instances: FunctionInstances
+  },
   {
     route,
     event,
@@ -240,9 +252,16 @@ const invokeFunction = async (
   },
 ): Promise<APIGatewayProxyResult> => {
   try {
-    return await handlers[route.operationId](
-      event,
-      lambdaContext(route.functionName, randomUUID(), FUNCTION_TIMEOUT_SECONDS[route.operationId]),
+    // On an instance of its own: its deadline starts when it runs, not while it waits for one.
+    return await instances.run(route.operationId, () =>
+      handlers[route.operationId](
+        event,
+        lambdaContext(
+          route.functionName,
+          randomUUID(),
+          FUNCTION_TIMEOUT_SECONDS[route.operationId],
+        ),
+      ),
     )
   } catch (error) {
     onError(`Function ${route.functionName} failed`, error)
@@ -298,6 +317,7 @@ export const createLocalGateway = ({
     authorizerCache ?? new AuthorizerCache({ ttlSeconds: authorizerCacheTtlSeconds, clock })
   const usagePlans =
     usagePlanThrottle ?? new UsagePlanThrottle({ clock, ...(backstopFor ? { backstopFor } : {}) })
+  const instances = new FunctionInstances()
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const requestId = randomUUID()
@@ -336,6 +356,7 @@ export const createLocalGateway = ({
       authorizer,
       cache,
       cachedOnly: retryAfter !== undefined,
+      instances,
     })
     if (authorized.outcome === 'held') return refuseAddress(retryAfter as number)
     if (authorized.outcome === 'failed') {
@@ -371,7 +392,10 @@ export const createLocalGateway = ({
     })
     send(
       res,
-      await invokeFunction({ handlers, onError }, { route: match.route, event, requestId, cors }),
+      await invokeFunction(
+        { handlers, onError, instances },
+        { route: match.route, event, requestId, cors },
+      ),
       requestId,
     )
   }

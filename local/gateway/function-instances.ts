@@ -1,0 +1,69 @@
+// The local gateway's Lambda instances: each serves one invocation at a time, as on Lambda.
+
+/**
+ * How many invocations of one function the local gateway runs at once: the instances a fresh
+ * account may run (10 concurrent executions in all: "Lambda quotas", AWS Lambda Developer Guide),
+ * each serving one invocation at a time, as Lambda's do. On AWS every instance has a CPU of its
+ * own; here the functions share one process with the gateway and the embedded DynamoDB (a bundle:
+ * one process per function). A burst run all at once shared that CPU, and each invocation's
+ * deadline ran while it waited for the others: 100 pipelined requests at a load average of 20
+ * all answered 503 (the early-timeout answer at 9.5 s), and a bundle's 503 that left its process
+ * after its host had given up became a 500. A request beyond the instances waits for one, and its
+ * invocation's deadline starts when it runs, as it would on an instance of its own.
+ */
+export const LOCAL_INSTANCES_PER_FUNCTION = 10
+
+export class FunctionInstances {
+  readonly #perFunction: number
+  readonly #running = new Map<string, number>()
+  /** Invocations waiting for an instance, by function, first come first served. */
+  readonly #waiting = new Map<string, (() => void)[]>()
+
+  constructor(perFunction: number = LOCAL_INSTANCES_PER_FUNCTION) {
+    if (!Number.isInteger(perFunction) || perFunction < 1) {
+      throw new Error('perFunction must be a positive integer')
+    }
+    this.#perFunction = perFunction
+  }
+
+  /** Runs `invoke` on an instance of `functionName` once one is free. */
+  async run<Result>(functionName: string, invoke: () => Promise<Result>): Promise<Result> {
+    await this.#take(functionName)
+    try {
+      return await invoke()
+    } finally {
+      this.#give(functionName)
+    }
+  }
+
+  /** Invocations running and waiting, by function (what a test or a log may show). */
+  load(functionName: string): { running: number; waiting: number } {
+    return {
+      running: this.#running.get(functionName) ?? 0,
+      waiting: this.#waiting.get(functionName)?.length ?? 0,
+    }
+  }
+
+  async #take(functionName: string): Promise<void> {
+    const running = this.#running.get(functionName) ?? 0
+    if (running < this.#perFunction) {
+      this.#running.set(functionName, running + 1)
+      return
+    }
+    // The instance is handed over by #give: the count stays, one leaves and one enters.
+    await new Promise<void>((resolve) => {
+      const queue = this.#waiting.get(functionName) ?? []
+      queue.push(resolve)
+      this.#waiting.set(functionName, queue)
+    })
+  }
+
+  #give(functionName: string): void {
+    const next = this.#waiting.get(functionName)?.shift()
+    if (next) {
+      next()
+      return
+    }
+    this.#running.set(functionName, (this.#running.get(functionName) ?? 1) - 1)
+  }
+}
