@@ -3,12 +3,14 @@
 /**
  * How many invocations of one function the local gateway runs at once: the instances a fresh
  * account may run (10 concurrent executions in all: "Lambda quotas", AWS Lambda Developer Guide),
- * each serving one invocation at a time, as Lambda's do. On AWS every instance has a CPU of its
- * own; here the functions share one process with the gateway and the embedded DynamoDB (a bundle:
- * one process per function). A burst run all at once shared that CPU, and each invocation's
- * deadline ran while it waited for the others: 100 pipelined requests at a load average of 20
- * all answered 503 (the early-timeout answer at 9.5 s), and a bundle's 503 that left its process
- * after its host had given up became a 500. A request beyond the instances waits for one, and its
+ * each serving one invocation at a time, as Lambda's do. On AWS every instance has a CPU and
+ * connections of its own; here the functions share one process with the gateway and the embedded
+ * DynamoDB (a bundle: one process per function), and one SDK client whose agent opens 50
+ * connections at most. A burst run all at once made its DynamoDB calls wait for a free connection,
+ * which the SDK counts against its connection timeout, and each invocation's deadline ran while it
+ * waited for the CPU the others held: 100 pipelined requests at a load average of 15 answered 503
+ * to 43 to 100 of them (65 "did not establish a connection within 5000 ms", the rest the
+ * early-timeout answer at 9.5 s). A request beyond the instances waits for one, and its
  * invocation's deadline starts when it runs, as it would on an instance of its own.
  */
 export const LOCAL_INSTANCES_PER_FUNCTION = 10
