@@ -10,8 +10,11 @@
  * which the SDK counts against its connection timeout, and each invocation's deadline ran while it
  * waited for the CPU the others held: 100 pipelined requests at a load average of 15 answered 503
  * to 43 to 100 of them (65 "did not establish a connection within 5000 ms", the rest the
- * early-timeout answer at 9.5 s). A request beyond the instances waits for one, and its
- * invocation's deadline starts when it runs, as it would on an instance of its own.
+ * early-timeout answer at 9.5 s). A bundle's process running 64 creates at once answered its
+ * early-timeout 503s too late: its host's hard timeout came first ("Task timed out after 10
+ * seconds", the gateway's 500; 57 of 200 creates in one run at a load average of 13). A request
+ * beyond the instances waits for one, and its invocation's deadline starts when it runs, as it
+ * would on an instance of its own.
  */
 export const LOCAL_INSTANCES_PER_FUNCTION = 10
 
