@@ -317,7 +317,8 @@ export const createLocalGateway = ({
     authorizerCache ?? new AuthorizerCache({ ttlSeconds: authorizerCacheTtlSeconds, clock })
   const usagePlans =
     usagePlanThrottle ?? new UsagePlanThrottle({ clock, ...(backstopFor ? { backstopFor } : {}) })
-  const instances = new FunctionInstances()
+  // The functions' instances (function-instances.ts): the authorizer's too.
+  const functions = { handlers, onError, instances: new FunctionInstances() }
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const requestId = randomUUID()
@@ -356,7 +357,7 @@ export const createLocalGateway = ({
       authorizer,
       cache,
       cachedOnly: retryAfter !== undefined,
-      instances,
+      instances: functions.instances,
     })
     if (authorized.outcome === 'held') return refuseAddress(retryAfter as number)
     if (authorized.outcome === 'failed') {
@@ -390,14 +391,8 @@ export const createLocalGateway = ({
       stage,
       requestTimeEpoch: clock(),
     })
-    send(
-      res,
-      await invokeFunction(
-        { handlers, onError, instances },
-        { route: match.route, event, requestId, cors },
-      ),
-      requestId,
-    )
+    const answered = await invokeFunction(functions, { route: match.route, event, requestId, cors })
+    send(res, answered, requestId)
   }
 
   return (req, res) => {
