@@ -103,9 +103,11 @@ const openLocal = async (
   }
   const outputs = stageOutputsFrom(record, `The local server at ${origin}`)
   const access = await localControlAccess(env)
-  // One call that needs the secret, before any command: a refusal names the file it was read from.
+  // One call that needs the secret, before any command: a refusal names the file it was read
+  // from. A redirect is not followed (it would carry the secret elsewhere): the command's own
+  // calls refuse it, saying so.
   const probe = await access
-    .fetch(`${origin}${MANAGEMENT_API_PATH}/usageplans?limit=1`)
+    .fetch(`${origin}${MANAGEMENT_API_PATH}/usageplans?limit=1`, { redirect: 'manual' })
     .catch(() => undefined)
   await probe?.body?.cancel()
   if (probe?.status === 401) throw new KeyAdminError(refusedSecretAdvice(access.source, origin))
