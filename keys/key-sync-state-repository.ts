@@ -6,7 +6,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb'
 import { KEY_MIRROR_TABLE } from '#shared/data/table-keys.ts'
-import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
+import { isConditionFailure, oldItemOf } from '#shared/errors/datastore-errors.ts'
 
 /** A mass removal the guard withholds until later runs agree (see removal-guard.ts). */
 export interface HeldRemoval {
@@ -184,15 +184,16 @@ export class KeySyncStateRepository {
 
   /** The state, read strongly consistent (it decides whether a run's removals go ahead). */
   async get(): Promise<KeySyncState> {
-    const { Item } = await this.#client.send(
-      new GetCommand({ TableName: this.#tableName, Key: LEASE_KEY, ConsistentRead: true }),
-    )
-    return toState(Item)
+    return toState(await this.#item())
   }
 
   /**
    * Takes the lease until `nowMs + ttlMs` unless another owner holds an unexpired one; returns
    * the state when taken, undefined when not. A run that dies keeps the lease until it expires.
+   * `owner` is the run's own token (a fresh UUID per try): when the SDK sends the write again
+   * because DynamoDB applied the first attempt but answered it late, the retry finds the lease held
+   * by this very owner and takes it again (the same values), instead of failing its condition on the
+   * run's own lease and leaving it stranded for ttlMs.
    */
   async acquire(owner: string, nowMs: number, ttlMs: number): Promise<KeySyncState | undefined> {
     try {
@@ -201,7 +202,8 @@ export class KeySyncStateRepository {
           TableName: this.#tableName,
           Key: LEASE_KEY,
           UpdateExpression: 'SET leaseOwner = :owner, leaseExpiresAt = :expires',
-          ConditionExpression: 'attribute_not_exists(leaseExpiresAt) OR leaseExpiresAt < :now',
+          ConditionExpression:
+            'attribute_not_exists(leaseExpiresAt) OR leaseExpiresAt < :now OR leaseOwner = :owner',
           ExpressionAttributeValues: { ':owner': owner, ':expires': nowMs + ttlMs, ':now': nowMs },
           ReturnValues: 'ALL_NEW',
         }),
@@ -236,9 +238,17 @@ export class KeySyncStateRepository {
    * Saves the state a successful run leaves and gives the lease up, in one write; the pending
    * ids the run read (`state.pendingIds`, their entries as `state.pendingNamedAt` gives them, or
    * every entry the run saw when it gives none) leave the set, entries added meanwhile stay.
+   * The write names its run (`completedBy`): when the SDK sends it again because DynamoDB applied
+   * the first attempt but answered it late, the retry fails its condition (the lease is gone), and
+   * the item, naming this run, says the save is done. Any other refusal (the lease expired and
+   * another run took it) still fails the run.
    */
   async complete(owner: string, state: KeySyncState): Promise<void> {
-    const set = ['lastSuccessAt = :lastSuccessAt', 'flushPending = :flushPending']
+    const set = [
+      'lastSuccessAt = :lastSuccessAt',
+      'flushPending = :flushPending',
+      'completedBy = :owner',
+    ]
     const remove = ['leaseOwner', 'leaseExpiresAt', 'heldRemoval']
     const values: Item = {
       ':owner': owner,
@@ -270,15 +280,30 @@ export class KeySyncStateRepository {
       return times ? times.map((at) => pendingEntry(id, at)) : [id]
     })
     if (drained.length > 0) values[':drained'] = new Set(drained)
-    await this.#client.send(
-      new UpdateCommand({
-        TableName: this.#tableName,
-        Key: LEASE_KEY,
-        UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}${drained.length > 0 ? ' DELETE pendingIds :drained' : ''}`,
-        ConditionExpression: 'leaseOwner = :owner',
-        ExpressionAttributeValues: values,
-      }),
+    try {
+      await this.#client.send(
+        new UpdateCommand({
+          TableName: this.#tableName,
+          Key: LEASE_KEY,
+          UpdateExpression: `SET ${set.join(', ')} REMOVE ${remove.join(', ')}${drained.length > 0 ? ' DELETE pendingIds :drained' : ''}`,
+          ConditionExpression: 'leaseOwner = :owner',
+          ExpressionAttributeValues: values,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      )
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error
+      const found = oldItemOf(error) ?? (await this.#item())
+      if (found?.completedBy !== owner) throw error
+    }
+  }
+
+  /** The item as stored, read strongly consistent (where a refused write did not return it). */
+  async #item(): Promise<Item | undefined> {
+    const { Item } = await this.#client.send(
+      new GetCommand({ TableName: this.#tableName, Key: LEASE_KEY, ConsistentRead: true }),
     )
+    return Item
   }
 
   /**

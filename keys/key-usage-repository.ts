@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import {
   BatchGetCommand,
   type DynamoDBDocumentClient,
@@ -5,7 +6,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb'
 import { RATE_LIMIT_TABLE } from '#shared/data/table-keys.ts'
-import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
+import { isConditionFailure, oldItemOf } from '#shared/errors/datastore-errors.ts'
 import { DAY_MS, MINUTE_MS, utcWindowsAt } from '#shared/rate-limit/rate-limit-windows.ts'
 import {
   ATTRIBUTES,
@@ -45,6 +46,9 @@ export interface KeyLimiterState {
    */
   lastSeenMinute: number | undefined
 }
+
+/** What a lift leaves on the item it changed: until when the suspension ran, and which lift. */
+const LIFTED = { until: 'liftedUntil', by: 'liftedBy' } as const
 
 const DAY_ID = /^\d{4}-\d{2}-\d{2}$/
 const MONTH_ID = /^(\d{4})-(0[1-9]|1[0-2])$/
@@ -251,33 +255,58 @@ export class KeyUsageRepository {
     const nowMs = this.#clock()
     const today = utcWindowsAt(nowMs)
     const tomorrow = utcWindowsAt(nowMs + DAY_MS)
+    // Names this lift on the items it changes: see #liftOn.
+    const token = randomUUID()
     let lifted: number | undefined
     for (const [windows, extra] of [
       [today, rejectedAttribute(today.minuteOfDay)],
       [tomorrow, undefined],
     ] as const) {
-      try {
-        const { Attributes } = await this.#client.send(
-          new UpdateCommand({
-            TableName: this.#tableName,
-            Key: dayItemKey(keyId, windows.dayId),
-            UpdateExpression: `REMOVE #suspendedUntil${extra ? ', #rejected' : ''}`,
-            ConditionExpression: '#suspendedUntil > :now',
-            ExpressionAttributeNames: {
-              '#suspendedUntil': ATTRIBUTES.suspendedUntil,
-              ...(extra ? { '#rejected': extra } : {}),
-            },
-            ExpressionAttributeValues: { ':now': nowMs },
-            ReturnValues: 'UPDATED_OLD',
-          }),
-        )
-        lifted = Math.max(lifted ?? 0, numberOf(Attributes?.[ATTRIBUTES.suspendedUntil]))
-      } catch (error) {
-        // No running suspension on that day's item (or no item): nothing to lift there.
-        if (!isConditionFailure(error)) throw error
-      }
+      const until = await this.#liftOn(dayItemKey(keyId, windows.dayId), { nowMs, token, extra })
+      if (until !== undefined) lifted = Math.max(lifted ?? 0, until)
     }
     return lifted
+  }
+
+  /**
+   * Removes the running suspension of one day's item (and `extra`, the minute's refused count),
+   * keeping when it would have ended and which lift removed it (`liftedUntil`, `liftedBy`): when
+   * the SDK sends the write again because DynamoDB applied it but answered late, the retry finds
+   * no suspension, and the item, naming this lift, says it was this lift's (not "nothing to lift",
+   * which would skip the wait for warm instances). Undefined when there was none to lift.
+   */
+  async #liftOn(
+    key: Record<string, string>,
+    { nowMs, token, extra }: { nowMs: number; token: string; extra: string | undefined },
+  ): Promise<number | undefined> {
+    try {
+      const { Attributes } = await this.#client.send(
+        new UpdateCommand({
+          TableName: this.#tableName,
+          Key: key,
+          UpdateExpression: `SET #liftedUntil = #suspendedUntil, #liftedBy = :token REMOVE #suspendedUntil${extra ? ', #rejected' : ''}`,
+          ConditionExpression: '#suspendedUntil > :now',
+          ExpressionAttributeNames: {
+            '#suspendedUntil': ATTRIBUTES.suspendedUntil,
+            '#liftedUntil': LIFTED.until,
+            '#liftedBy': LIFTED.by,
+            ...(extra ? { '#rejected': extra } : {}),
+          },
+          ExpressionAttributeValues: { ':now': nowMs, ':token': token },
+          ReturnValues: 'UPDATED_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      )
+      return numberOf(Attributes?.[LIFTED.until])
+    } catch (error) {
+      // No running suspension on that day's item (or no item): nothing to lift there, unless
+      // this very lift removed it a moment ago.
+      if (!isConditionFailure(error)) throw error
+      const found =
+        oldItemOf(error) ??
+        (await this.#items([String(key[RATE_LIMIT_TABLE.partitionKey])])).values().next().value
+      return found?.[LIFTED.by] === token ? numberOf(found[LIFTED.until]) : undefined
+    }
   }
 
   #pk(keyId: string, day: string): string {

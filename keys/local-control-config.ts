@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { resolve } from 'node:path'
 
 /**
  * The local server's control paths, beside the API under `/v1` (local/control-plane/control-plane-handler.ts
@@ -50,25 +50,48 @@ export const withControlSecret =
     return fetchImpl(input, { ...init, headers })
   }
 
+/** Where the keys CLI took the secret from, so that a refused one is named with its fix. */
+export type ControlSecretSource =
+  | { from: 'variable' }
+  | { from: 'file'; file: string; found: boolean }
+  | { from: 'memory' }
+
 /** The secret as the keys CLI finds it: the variable, or the file of the data directory. */
-const findControlSecret = async (env: NodeJS.ProcessEnv): Promise<string | undefined> => {
+const findControlSecret = async (
+  env: NodeJS.ProcessEnv,
+): Promise<{ secret: string | undefined; source: ControlSecretSource }> => {
   const fromEnv = env[CONTROL_SECRET_VARIABLE]?.trim()
-  if (fromEnv) return fromEnv
+  if (fromEnv) return { secret: fromEnv, source: { from: 'variable' } }
   const dataDir = localDataDir(env)
-  if (dataDir === IN_MEMORY) return undefined
+  if (dataDir === IN_MEMORY) return { secret: undefined, source: { from: 'memory' } }
+  const file = resolve(dataDir, CONTROL_SECRET_FILE)
   try {
-    return (await readFile(join(dataDir, CONTROL_SECRET_FILE), 'utf8')).trim() || undefined
+    const secret = (await readFile(file, 'utf8')).trim() || undefined
+    return { secret, source: { from: 'file', file, found: secret !== undefined } }
   } catch {
-    // No secret here: the control plane's 401 says where it looked.
-    return undefined
+    return { secret: undefined, source: { from: 'file', file, found: false } }
   }
 }
 
 /**
  * What a client of the local control plane needs: SDK credentials and a fetch that carry the
- * secret found in `env` (without one the control plane answers 401 saying where to find it).
+ * secret found in `env` (without one the control plane answers 401), and where it was found.
  */
 export const localControlAccess = async (env: NodeJS.ProcessEnv) => {
-  const secret = (await findControlSecret(env)) ?? 'none'
-  return { credentials: controlSecretCredentials(secret), fetch: withControlSecret(secret) }
+  const { secret = 'none', source } = await findControlSecret(env)
+  return { credentials: controlSecretCredentials(secret), fetch: withControlSecret(secret), source }
 }
+
+/** A word a POSIX shell reads back as itself. */
+const shellWord = (text: string): string =>
+  /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`
+
+/**
+ * What goes before `npm run keys` so that it reads this data directory's secret, as `npm start`
+ * does: nothing for the default one, else `PETSTORE_DATA_DIR=<absolute path> ` (`npm run` runs in
+ * the repository, wherever the shell is).
+ */
+export const dataDirAssignment = (dataDir: string): string =>
+  resolve(dataDir) === resolve(DEFAULT_DATA_DIR)
+    ? ''
+    : `PETSTORE_DATA_DIR=${shellWord(resolve(dataDir))} `

@@ -86,7 +86,46 @@ const parseApiKeys = (text: string): LocalConfig['apiKeys'] =>
       return { plan, key }
     })
 
-const readBundleSource = (env: NodeJS.ProcessEnv): BundleSource | undefined => {
+/**
+ * Whether an endpoint is AWS's own DynamoDB (`dynamodb.<region>.amazonaws.com`, its FIPS,
+ * dual-stack `api.aws`, account-based and China forms: "Amazon DynamoDB endpoints and quotas",
+ * AWS General Reference), where a function needs real credentials.
+ */
+export const isAwsEndpoint = (endpoint: string | undefined): boolean => {
+  const host = endpoint ? URL.parse(endpoint)?.hostname.toLowerCase() : undefined
+  return host !== undefined && /\.(amazonaws\.com|amazonaws\.com\.cn|api\.aws)$/.test(host)
+}
+
+const HOST_CREDENTIALS = 'PETSTORE_BUNDLES_HOST_CREDENTIALS'
+
+/**
+ * The bundles get dummy credentials (bundle-functions.ts); this shell's AWS credentials only when
+ * the operator says so, and only for an endpoint on AWS, the one store that checks them. An AWS
+ * endpoint without that word stops the start, rather than every request failing to sign.
+ */
+const readHostCredentials = (env: NodeJS.ProcessEnv, endpoint: string | undefined): boolean => {
+  const text = env[HOST_CREDENTIALS]?.trim() ?? ''
+  if (!['', '0', '1'].includes(text)) {
+    throw new LocalConfigError(`${HOST_CREDENTIALS} must be 1 or 0, got "${text}"`)
+  }
+  const wanted = text === '1'
+  if (wanted && !isAwsEndpoint(endpoint)) {
+    throw new LocalConfigError(
+      `${HOST_CREDENTIALS}=1 hands this shell's AWS credentials to the bundles, which only a DYNAMODB_ENDPOINT on AWS (https://dynamodb.<region>.amazonaws.com) needs; ${endpoint ? `${endpoint} takes` : 'the embedded DynamoDB takes'} the dummy ones they get without it`,
+    )
+  }
+  if (!wanted && isAwsEndpoint(endpoint)) {
+    throw new LocalConfigError(
+      `DYNAMODB_ENDPOINT ${endpoint} is on AWS: the bundles get dummy credentials, none of this shell's, unless you set ${HOST_CREDENTIALS}=1`,
+    )
+  }
+  return wanted
+}
+
+const readBundleSource = (
+  env: NodeJS.ProcessEnv,
+  endpoint: string | undefined,
+): BundleSource | undefined => {
   const assemblyDir = env.PETSTORE_BUNDLES?.trim()
   if (!assemblyDir) return undefined
   const stage = env.PETSTORE_BUNDLES_STAGE?.trim() || 'staging'
@@ -95,7 +134,7 @@ const readBundleSource = (env: NodeJS.ProcessEnv): BundleSource | undefined => {
       `PETSTORE_BUNDLES_STAGE must be one of ${STAGE_NAMES.join(', ')}, got "${stage}"`,
     )
   }
-  return { assemblyDir, stage }
+  return { assemblyDir, stage, hostCredentials: readHostCredentials(env, endpoint) }
 }
 
 export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConfig => {
@@ -141,7 +180,7 @@ export const readLocalConfig = (env: NodeJS.ProcessEnv = process.env): LocalConf
   if (!isCorsAllowOrigin(corsAllowOrigin)) {
     throw new LocalConfigError(`PETSTORE_CORS_ORIGIN ${CORS_ORIGIN_RULE}, got "${corsAllowOrigin}"`)
   }
-  const bundles = readBundleSource(env)
+  const bundles = readBundleSource(env, endpoint)
   return {
     ...(bundles ? { bundles } : {}),
     corsAllowOrigin,

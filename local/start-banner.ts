@@ -1,4 +1,5 @@
 import { resolve } from 'node:path'
+import { CONTROL_SECRET_VARIABLE, dataDirAssignment } from '#keys/local-control-config.ts'
 import { MANAGEMENT_API_PATH } from '#local/control-plane/control-plane-handler.ts'
 import { controlSecretLocation } from '#local/control-plane/control-plane-secret.ts'
 import { IN_MEMORY } from './embedded-dynamo.ts'
@@ -15,7 +16,14 @@ export const startBanner = (
   local: Pick<LocalServer, 'baseUrl' | 'embedded' | 'endpoint' | 'keys'>,
 ): string[] => {
   const origin = new URL(local.baseUrl).origin
-  const keysCommand = `npm run keys --${config.port === DEFAULT_PORT ? '' : ` --url ${origin}`}`
+  // The keys CLI finds the secret as npm start did: a data directory of one's own is named on its
+  // command line (a variable the operator set is theirs to give it too). Memory keeps no secret.
+  const noSecretFile = config.controlSecret === undefined && config.dataDir === IN_MEMORY
+  const assignment =
+    config.controlSecret === undefined && !noSecretFile ? dataDirAssignment(config.dataDir) : ''
+  const keysCli = (silent: boolean) =>
+    `${assignment}npm run${silent ? ' -s' : ''} keys --${config.port === DEFAULT_PORT ? '' : ` --url ${origin}`}`
+  const keysCommand = keysCli(false)
   return [
     `Pet store API listening at ${local.baseUrl}`,
     ...(config.bundles
@@ -39,11 +47,13 @@ export const startBanner = (
     ...(local.keys.others > 0
       ? [
           `  ${local.keys.others} key(s) from earlier starts (values are shown only when made; ids: ${keysCommand} list)`,
-          `  a key to use now: KEY=$(npm run -s keys --${config.port === DEFAULT_PORT ? '' : ` --url ${origin}`} create --plan free)`,
+          `  a key to use now: KEY=$(${keysCli(true)} create --plan free)`,
         ]
       : []),
     `Control plane secret (npm run keys reads it): ${controlSecretLocation(config.dataDir, config.controlSecret)}`,
-    `Keys: ${keysCommand} create --plan pro | list | revoke <id> (control plane at ${origin}${MANAGEMENT_API_PATH})`,
+    noSecretFile
+      ? `Keys: npm run keys cannot reach this server's keys (data in memory, no ${CONTROL_SECRET_VARIABLE}): start with ${CONTROL_SECRET_VARIABLE} set, and give the keys CLI the same`
+      : `Keys: ${keysCommand} create --plan pro | list | revoke <id>${config.controlSecret === undefined ? '' : ` (with the same ${CONTROL_SECRET_VARIABLE})`} (control plane at ${origin}${MANAGEMENT_API_PATH})`,
     `Try: curl -H "Authorization: Bearer <key>" ${local.baseUrl}/pets`,
     `API reference: ${origin}/docs   One line per request follows.`,
   ]

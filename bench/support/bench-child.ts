@@ -1,6 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
-import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { Operation } from './bench-subjects.ts'
 import {
   assertAllCallsAnswered,
@@ -17,7 +16,9 @@ import {
  * invocation, peak RSS and the Node built-in modules loaded by then (mode `init`), or invokes it
  * many times and reports the time per invocation, DynamoDB calls, request units and round trips
  * per request, and the log bytes a request writes (mode `warm`). `bare` imports nothing: the
- * baseline a node start costs.
+ * baseline a node start costs. No deadline can fire in it, however slow the machine (the bench
+ * gives functions DYNAMODB_CLIENT_LIMITS=no-deadline, and the context 24 hours), and a call the SDK
+ * retries stops it: its counts are the same at any load.
  */
 
 interface ChildJob {
@@ -35,6 +36,8 @@ interface ChildJob {
 }
 
 const job = JSON.parse(process.argv[2] ?? '{}') as ChildJob
+
+const NO_DEADLINE_MS = 24 * 60 * 60 * 1_000
 type Handler = (event: unknown, context: unknown) => Promise<unknown>
 
 const context = {
@@ -46,7 +49,10 @@ const context = {
   logGroupName: '/aws/lambda/bench',
   logStreamName: 'bench',
   callbackWaitsForEmptyEventLoop: true,
-  getRemainingTimeInMillis: () => FUNCTION_TIMEOUT_SECONDS.getPet * 1_000,
+  // A deadline that cannot fire while the bench runs: a constant function timeout let middy's
+  // early-timeout 503 fire under valgrind or on a busy machine and stop the run. 24 hours, under
+  // setTimeout's 2^31 - 1 ms, past which Node fires a timer at once.
+  getRemainingTimeInMillis: () => NO_DEADLINE_MS,
   done: () => undefined,
   fail: () => undefined,
   succeed: () => undefined,

@@ -213,10 +213,15 @@ class FakeRequest extends EventEmitter {
   }
   end(chunk?: Buffer | string): this {
     if (chunk) this.write(chunk)
-    const target = Object.entries(this.#headers).find(
-      ([name]) => name.toLowerCase() === 'x-amz-target',
-    )?.[1]
-    const operation = String(target).split('.').at(-1) ?? 'unknown'
+    const header = (wanted: string) =>
+      Object.entries(this.#headers).find(([name]) => name.toLowerCase() === wanted)?.[1]
+    const operation = String(header('x-amz-target')).split('.').at(-1) ?? 'unknown'
+    // The SDK numbers its attempts ("attempt=2; max=2"): a second one is a retry, which only a
+    // deadline firing or a refused call causes, and which the counts must never include.
+    const attempt = Number(/attempt=(\d+)/.exec(String(header('amz-sdk-request')))?.[1] ?? 1)
+    if (attempt > 1) {
+      unanswered ??= `${serving} sent ${operation} again (attempt ${attempt}): the SDK retried a call, so the bench's counts would include the retry (did a deadline fire?)`
+    }
     const input = JSON.parse(Buffer.concat(this.#chunks).toString('utf8') || '{}')
     const output = answer(operation, input) ?? {
       __type: 'com.amazonaws.dynamodb.v20120810#ValidationException',

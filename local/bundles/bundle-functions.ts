@@ -21,6 +21,39 @@ import { LambdaProcess } from './lambda-process.ts'
 export interface BundleSource {
   assemblyDir: string
   stage: string
+  /**
+   * PETSTORE_BUNDLES_HOST_CREDENTIALS: hand the functions this shell's AWS credentials, for a
+   * DYNAMODB_ENDPOINT on AWS (local-config.ts allows it nowhere else). Otherwise they get dummy ones.
+   */
+  hostCredentials?: boolean
+}
+
+/** What the functions sign with where the store takes any credentials: the embedded one, DynamoDB Local. */
+export const DUMMY_CREDENTIALS = {
+  AWS_ACCESS_KEY_ID: 'local',
+  AWS_SECRET_ACCESS_KEY: 'local',
+  // Empty: no session token in the function's environment at all.
+  AWS_SESSION_TOKEN: '',
+} as const
+
+/**
+ * The credentials every function process gets: dummy ones, so nothing of the operator's AWS
+ * identity reaches a bundle (the store ignores them, as dynalite and DynamoDB Local do); the
+ * shell's own only when the operator asked for them (source.hostCredentials), which needs an
+ * access key in the shell (the bundles read no profile: they get no HOME).
+ */
+export const bundleCredentials = (
+  source: BundleSource,
+  host: NodeJS.ProcessEnv,
+): Record<keyof typeof DUMMY_CREDENTIALS, string> => {
+  if (!source.hostCredentials) return { ...DUMMY_CREDENTIALS }
+  const { AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN = '' } = host
+  if (!AWS_ACCESS_KEY_ID || !AWS_SECRET_ACCESS_KEY) {
+    throw new AssemblyError(
+      'PETSTORE_BUNDLES_HOST_CREDENTIALS=1 hands the bundles AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) of this shell, and it has none: export them (with the AWS CLI: eval "$(aws configure export-credentials --format env)")',
+    )
+  }
+  return { AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN }
 }
 
 /**
@@ -147,22 +180,18 @@ export const loadBundleFunctions = async (
       )
     }
   }
-  // On Lambda the execution role's credentials are variables too: here the operator's (DynamoDB
-  // Local or AWS behind DYNAMODB_ENDPOINT), unless the local stage set its own.
-  const credentials = Object.fromEntries(
-    ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN'].flatMap((name) => {
-      const value = process.env[name]
-      return value ? [[name, value]] : []
-    }),
-  )
+  // On Lambda the execution role's credentials are variables too: here dummy ones, whatever the
+  // local stage's environment holds of this shell's (the sources run in this process and see it
+  // anyway), or the shell's on the operator's explicit word.
+  const credentials = bundleCredentials(source, process.env)
   const processOf = (fn: AssemblyFunction, extra: Record<string, string> = {}) =>
     new LambdaProcess({
       name: fn.service,
       codeDir: fn.codeDir,
       handler: fn.handler,
       environment: bundleEnvironment(fn, {
-        ...credentials,
         ...local,
+        ...credentials,
         ...(dynamoEndpointOf ? { DYNAMODB_ENDPOINT: dynamoEndpointOf(fn.service) } : {}),
         ...extra,
       }),

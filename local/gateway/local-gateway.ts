@@ -30,6 +30,7 @@ import {
   type CachedAuthorization,
   toAuthorization,
 } from './authorizer-cache.ts'
+import { FunctionInstances } from './function-instances.ts'
 import {
   EXPECTS_CONTINUE,
   type GatewayResponseType,
@@ -124,19 +125,24 @@ export const authorizeRequest = async ({
   methodArn,
   authorizer,
   cache,
+  instances = new FunctionInstances(),
 }: {
   header: string | undefined
   methodArn: string
   authorizer: TokenAuthorizer
   cache: AuthorizerCache
+  /** Where the authorizer runs: its deadline starts when an instance runs it. */
+  instances?: FunctionInstances
 }): Promise<AuthorizationOutcome> => {
   if (!header || !TOKEN_PATTERN.test(header))
     return { outcome: 'refused', response: 'UNAUTHORIZED' }
   const invoke = async (): Promise<CachedAuthorization> => {
     try {
-      const result = await authorizer(
-        { type: 'TOKEN', authorizationToken: header, methodArn },
-        lambdaContext('authorizer', randomUUID(), FUNCTION_TIMEOUT_SECONDS.authorizer),
+      const result = await instances.run('authorizer', () =>
+        authorizer(
+          { type: 'TOKEN', authorizationToken: header, methodArn },
+          lambdaContext('authorizer', randomUUID(), FUNCTION_TIMEOUT_SECONDS.authorizer),
+        ),
       )
       return toAuthorization(result)
     } catch (error) {
@@ -290,7 +296,13 @@ const requestParts = (req: IncomingMessage, baseHost: string | undefined) => ({
 
 /** A function that throws past its error middleware: API Gateway's DEFAULT_5XX. */
 const invokeFunction = async (
-  { handlers, onError }: Pick<Required<LocalGatewayOptions>, 'handlers' | 'onError'>,
+  {
+    handlers,
+    onError,
+    instances,
+  }: Pick<Required<LocalGatewayOptions>, 'handlers' | 'onError'> & {
+    instances: FunctionInstances
+  },
   {
     route,
     event,
@@ -305,9 +317,16 @@ const invokeFunction = async (
   },
 ): Promise<APIGatewayProxyResult> => {
   try {
-    return await handlers[route.operationId](
-      event,
-      lambdaContext(route.functionName, randomUUID(), FUNCTION_TIMEOUT_SECONDS[route.operationId]),
+    // On an instance of its own: its deadline starts when it runs, not while it waits for one.
+    return await instances.run(route.operationId, () =>
+      handlers[route.operationId](
+        event,
+        lambdaContext(
+          route.functionName,
+          randomUUID(),
+          FUNCTION_TIMEOUT_SECONDS[route.operationId],
+        ),
+      ),
     )
   } catch (error) {
     onError(`Function ${route.functionName} failed`, error)
@@ -364,6 +383,8 @@ export const createLocalGateway = ({
     authorizerCache ?? new AuthorizerCache({ ttlSeconds: authorizerCacheTtlSeconds, clock })
   const usagePlans =
     usagePlanThrottle ?? new UsagePlanThrottle({ clock, ...(backstopFor ? { backstopFor } : {}) })
+  // The functions' instances (function-instances.ts): the authorizer's too.
+  const functions = { handlers, onError, instances: new FunctionInstances() }
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const requestId = randomUUID()
@@ -403,6 +424,7 @@ export const createLocalGateway = ({
       methodArn: `arn:aws:execute-api:local:${ACCOUNT_ID}:${API_ID}/${stage}/${method}${match.resource}`,
       authorizer,
       cache,
+      instances: functions.instances,
     })
     if (authorized.outcome === 'failed') {
       onError('Authorizer failed', authorized.error)
@@ -433,11 +455,8 @@ export const createLocalGateway = ({
       stage,
       requestTimeEpoch: clock(),
     })
-    send(
-      res,
-      await invokeFunction({ handlers, onError }, { route: match.route, event, requestId, cors }),
-      requestId,
-    )
+    const answered = await invokeFunction(functions, { route: match.route, event, requestId, cors })
+    send(res, answered, requestId)
   }
 
   return (req, res) => {

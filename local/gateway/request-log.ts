@@ -13,7 +13,9 @@ import { type Clock, systemClock } from '#shared/time/clock.ts'
  * duration, the request id the answer carries as `x-amzn-RequestId` (on AWS the same id is in the
  * access log and the function's log lines), and the key's id once the authorizer knew it (`-`
  * before). Never a key value: any part of a path segment shaped like one is masked. Requests to the control
- * plane (`/_local/`) are not logged.
+ * plane (`/_local/`) are not logged. Never a byte the terminal would act on: every field is written
+ * in printable ASCII (terminalSafe), whichever path wrote the line (an answer of the gateway, or
+ * client-error.ts's 400 to a request Node refused).
  */
 export type RequestLogWriter = (line: string) => void
 
@@ -48,15 +50,43 @@ const shownPath = (path: string): string =>
     .map((segment) => maskedKeyRuns(segment, SEGMENT_RUN))
     .join('/')
 
+const NAMED_ESCAPES: Record<string, string> = {
+  '\\': '\\\\',
+  '\t': '\\t',
+  '\n': '\\n',
+  '\r': '\\r',
+}
+
+/**
+ * `text` in printable ASCII (0x20 to 0x7E), everything else escaped: `\t`, `\n`, `\r`, a
+ * character up to 0xFF as `\xNN`, any other as `\uNNNN`, a backslash doubled. A request target
+ * reaches the log as Node decodes it, one character per byte (latin1), so a byte is shown as the
+ * byte it was: C0 controls and DEL (ESC starts CSI and OSC sequences: erase a line, forge one,
+ * set the clipboard with OSC 52), C1 controls (0x9B is a one-byte CSI), and the UTF-8 bytes of the
+ * bidi controls (U+202A to U+202E, U+2066 to U+2069) and of U+2028 and U+2029 (`\xe2\x80\xae`).
+ * Text that is not bytes (a field the gateway set) gets `\u202e`. Space stays: it separates the
+ * fields, and Node refuses it inside a request target.
+ */
+export const terminalSafe = (text: string): string =>
+  text.replace(/[^\x20-\x5b\x5d-\x7e]/g, (character) => {
+    const named = NAMED_ESCAPES[character]
+    if (named) return named
+    const code = character.charCodeAt(0)
+    return code <= 0xff
+      ? `\\x${code.toString(16).padStart(2, '0')}`
+      : `\\u${code.toString(16).padStart(4, '0')}`
+  })
+
 export const requestLogLine = (entry: RequestLogEntry): string =>
   [
     entry.time.toISOString(),
-    entry.method,
-    shownPath(entry.path),
+    terminalSafe(entry.method),
+    // Masked first: a key's characters are judged as they arrived, then escaped for the terminal.
+    terminalSafe(shownPath(entry.path)),
     String(entry.status),
     `${Math.round(entry.durationMs)}ms`,
-    `id=${entry.requestId ?? '-'}`,
-    `key=${entry.keyId ?? '-'}`,
+    `id=${terminalSafe(entry.requestId ?? '-')}`,
+    `key=${terminalSafe(entry.keyId ?? '-')}`,
   ].join(' ')
 
 const pathOf = (req: IncomingMessage): string => {

@@ -18,6 +18,15 @@ export class KeyAdminError extends Error {
   }
 }
 
+/**
+ * The one answer to a key id or name the stage does not have, whichever command looked it up:
+ * `list` shows what it has. `shown` is the id or name as a message may repeat it (masked).
+ */
+export const noSuchKey = (shown: string, stage: string, keysCommand: string): KeyAdminError =>
+  new KeyAdminError(
+    `No key ${shown} on stage ${stage}: ${keysCommand} list shows its keys, by id and name`,
+  )
+
 type SdkError = Parameters<typeof isThrottlingError>[0]
 
 export const isThrottled = (error: unknown): boolean =>

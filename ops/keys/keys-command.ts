@@ -68,6 +68,43 @@ const refuseKeyValues = (args: readonly string[], values: OptionValues): void =>
   }
 }
 
+/**
+ * The command a command line names, before it is parsed (the first word that is a command and
+ * not an option's value), so that even a line parseArgs refuses gets that command's synopsis.
+ */
+const commandNamedIn = (argv: readonly string[]): KeysCommand | undefined => {
+  for (let index = 0; index < argv.length; index += 1) {
+    const word = argv[index] as string
+    const option = OPTIONS[word.replace(/^--/, '') as keyof typeof OPTIONS]
+    if (word.startsWith('-')) {
+      if (option?.type === 'string' && !word.includes('=')) index += 1
+      continue
+    }
+    const command = KEYS_COMMANDS.find((known) => known.name === word)
+    if (command) return command
+  }
+  return undefined
+}
+
+/** parseArgs' refusal in the CLI's words: what is wrong, never Node's own text. */
+const usageErrorOf = (error: Error): UsageError => {
+  const unknown = /Unknown option '([^']+)'/.exec(error.message)?.[1]
+  if (unknown !== undefined) {
+    return new UsageError(
+      `unknown option ${shownArgument(unknown)}${didYouMean(unknown, OPTION_NAMES)}`,
+    )
+  }
+  // "Option '--plan <value>' argument missing", or "… argument is ambiguous" when the next word
+  // is an option (`--plan --name x`).
+  const valueless = /^Option '(--[a-z-]+)/.exec(error.message)?.[1]
+  if (valueless !== undefined && /argument (missing|is ambiguous)/.test(error.message)) {
+    return new UsageError(
+      `${valueless} needs a value${error.message.includes('ambiguous') ? ` (for one that starts with -, write ${valueless}=<value>)` : ''}`,
+    )
+  }
+  return new UsageError(error.message.split('\n')[0] as string)
+}
+
 /** The command line, read and checked as far as it can be without a call. */
 const readCommandLine = (argv: string[]) => {
   let parsed: ReturnType<
@@ -76,12 +113,7 @@ const readCommandLine = (argv: string[]) => {
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true })
   } catch (error) {
-    const unknown = /Unknown option '([^']+)'/.exec((error as Error).message)?.[1]
-    throw new UsageError(
-      unknown === undefined
-        ? (error as Error).message
-        : `unknown option ${shownArgument(unknown)}${didYouMean(unknown, OPTION_NAMES)}`,
-    )
+    throw usageErrorOf(error as Error)
   }
   const values: OptionValues = parsed.values
   const [name, ...args] = parsed.positionals
@@ -121,7 +153,8 @@ export const runKeysCommand = async (
     stderr: maskingArguments(argv, commandIo.stderr),
   }
   let target: StageTarget | undefined
-  let command: KeysCommand | undefined
+  // Known before parsing, for the synopsis of a line parseArgs refuses.
+  let command: KeysCommand | undefined = commandNamedIn(argv)
   try {
     const { values, name, args } = readCommandLine(argv)
     if (values.help || name === undefined || name === 'help') {

@@ -1,9 +1,10 @@
 import type { KeyDayUsage } from '#keys/key-usage-repository.ts'
+import { shownArgument } from '#keys/key-value-mask.ts'
 import type { StageTarget } from '#ops/keys/stage-target-resolver.ts'
 import { isStoreKeyId } from '#shared/auth/project-key.ts'
 import type { StoreKeyItem } from '#shared/data/store-key-item.ts'
 import { SUSPENSION_RECHECK_MS } from '#shared/rate-limit/rate-limiter.ts'
-import { KeyAdminError } from './key-admin-error.ts'
+import { KeyAdminError, noSuchKey } from './key-admin-error.ts'
 import type { KeyRow } from './key-admin-service.ts'
 import { storeKeysOf } from './keys-change-commands.ts'
 import {
@@ -42,7 +43,11 @@ const calendarDay = (option: string, text: string): number => {
 }
 
 /** A key of the stage by id, or by a name only one key has. */
-export const findKey = (rows: KeyRow[], idOrName: string, stage: string): KeyRow => {
+export const findKey = (
+  rows: KeyRow[],
+  idOrName: string,
+  { stage, keysCommand }: { stage: string; keysCommand: string },
+): KeyRow => {
   const byId = rows.find((row) => row.id === idOrName)
   if (byId) return byId
   const named = rows.filter((row) => row.name === idOrName)
@@ -52,7 +57,7 @@ export const findKey = (rows: KeyRow[], idOrName: string, stage: string): KeyRow
       `${named.length} keys are named ${idOrName}: use an id (${named.map((row) => row.id).join(', ')})`,
     )
   }
-  throw new KeyAdminError(`No key ${idOrName} on a plan of stage ${stage}`)
+  throw noSuchKey(shownArgument(idOrName), stage, keysCommand)
 }
 
 /** A store key as a row of the listing (it has no usage plan of API Gateway: `planId` is empty). */
@@ -75,10 +80,11 @@ const storeRow = (item: StoreKeyItem): KeyRow & { kind: 'store' } => ({
 export const keyRowOf = async (
   target: StageTarget,
   idOrName: string,
+  keysCommand: string,
 ): Promise<KeyRow & { kind: 'console' | 'store' }> => {
   if (isStoreKeyId(idOrName)) return storeRow(await storeKeysOf({ target }).key(idOrName))
   const { rows } = await target.admin.listKeys()
-  return { ...findKey(rows, idOrName, target.stage), kind: 'console' }
+  return { ...findKey(rows, idOrName, { stage: target.stage, keysCommand }), kind: 'console' }
 }
 
 /** Every store key's name and plan, page by page (the month export's rows name them). */
@@ -157,7 +163,7 @@ const notInMirror = async (target: StageTarget, key: KeyRow): Promise<string | u
 }
 
 const showCommand = async ({ target, args, out }: CommandCall) => {
-  const key = await keyRowOf(target, supportIdArg(args, 'show'))
+  const key = await keyRowOf(target, supportIdArg(args, 'show'), out.keysCommand)
   const state = await target.usage.state(key.id)
   const now = Date.now()
   const overlapOver = key.disableAfter !== undefined && Date.parse(key.disableAfter) <= now
@@ -231,7 +237,7 @@ const waitUntil = async (at: number, signal: AbortSignal | undefined): Promise<b
  * this CLI does once the key mirror shows it.
  */
 const liftCommand = async ({ target, args, out, signal }: CommandCall) => {
-  const key = await keyRowOf(target, supportIdArg(args, 'lift'))
+  const key = await keyRowOf(target, supportIdArg(args, 'lift'), out.keysCommand)
   const wouldEnd = await target.usage.lift(key.id)
   const seconds = SUSPENSION_RECHECK_MS / 1000
   if (wouldEnd === undefined) {
@@ -366,7 +372,7 @@ const usageCommand = async ({ target, args, values, out }: CommandCall) => {
     )
     return
   }
-  const key = await keyRowOf(target, args[0] as string)
+  const key = await keyRowOf(target, args[0] as string, out.keysCommand)
   const range = historyRange(values, key.createdDate)
   const days = range.before ? [] : await target.usage.days(key.id, range.from, range.to)
   printUsage(

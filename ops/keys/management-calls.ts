@@ -12,7 +12,7 @@ import { PAGE_SIZE, readWholeListing } from '#keys/management-listing.ts'
 import type { StageOutputs } from '#ops/stage/stack-outputs-reader.ts'
 import type { MacSecrets } from '#shared/auth/project-key.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
-import { causeOf, Interrupted, isThrottled, KeyAdminError } from './key-admin-error.ts'
+import { causeOf, Interrupted, isThrottled, KeyAdminError, noSuchKey } from './key-admin-error.ts'
 import { permissionAdvice } from './management-permissions-config.ts'
 import type { StageSync } from './stage-sync-client.ts'
 
@@ -229,7 +229,9 @@ export class ManagementCalls {
       }
       key = named[0]
     }
-    if (!key?.id || !key.value) throw new KeyAdminError(`No API key ${shownArgument(idOrName)}`)
+    if (!key?.id || !key.value) {
+      throw noSuchKey(shownArgument(idOrName), this.context.stage, this.context.keysCommand)
+    }
     return key as ApiKey & { id: string; value: string }
   }
 

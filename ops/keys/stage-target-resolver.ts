@@ -4,7 +4,16 @@ import { LambdaClient } from '@aws-sdk/client-lambda'
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager'
 import { TokenBucketPacer } from '#keys/call-pacer.ts'
 import { KeySyncStateRepository } from '#keys/key-sync-state-repository.ts'
-import { localControlAccess, MANAGEMENT_API_PATH } from '#keys/local-control-config.ts'
+import {
+  CONTROL_SECRET_FILE,
+  CONTROL_SECRET_VARIABLE,
+  type ControlSecretSource,
+  dataDirAssignment,
+  IN_MEMORY,
+  localControlAccess,
+  localDataDir,
+  MANAGEMENT_API_PATH,
+} from '#keys/local-control-config.ts'
 import { StoreKeyRepository } from '#keys/store-key-repository.ts'
 import type { HeldRemovals } from '#ops/keys/held-removals-command.ts'
 import { KeyAdminError } from '#ops/keys/key-admin-error.ts'
@@ -70,6 +79,24 @@ export const localOrigin = (env: NodeJS.ProcessEnv): string => {
   return `http://${loopback}:${env.PORT?.trim() || '3000'}`
 }
 
+/**
+ * Why the local server refused the control plane's secret the keys CLI sent, naming where it was
+ * read and the command line that works (`npm start`'s banner prints that line too).
+ */
+export const refusedSecretAdvice = (source: ControlSecretSource, origin: string): string => {
+  const fix = `run the keys CLI with the data directory npm start was given: PETSTORE_DATA_DIR=<that directory> npm run keys -- … (npm start's banner prints the command line to use and where its secret is), or give both the same ${CONTROL_SECRET_VARIABLE}`
+  switch (source.from) {
+    case 'variable':
+      return `the local server at ${origin} refused the secret in ${CONTROL_SECRET_VARIABLE}: give the keys CLI the one npm start was given, or unset it to read the data directory's ${CONTROL_SECRET_FILE}`
+    case 'memory':
+      return `the local server at ${origin} wants its control plane secret, and PETSTORE_DATA_DIR=${IN_MEMORY} keeps none on disk: give npm start and the keys CLI the same ${CONTROL_SECRET_VARIABLE}`
+    case 'file':
+      return source.found
+        ? `the local server at ${origin} refused the control plane secret in ${source.file}, which is another data directory's: ${fix}`
+        : `the local server at ${origin} wants its control plane secret, and there is none at ${source.file}: ${fix}`
+  }
+}
+
 const openLocal = async (
   { warn, signal, env }: TargetChoice,
   origin: string,
@@ -87,6 +114,14 @@ const openLocal = async (
   }
   const outputs = stageOutputsFrom(record, `The local server at ${origin}`)
   const access = await localControlAccess(env)
+  // One call that needs the secret, before any command: a refusal names the file it was read
+  // from. A redirect is not followed (it would carry the secret elsewhere): the command's own
+  // calls refuse it, saying so.
+  const probe = await access
+    .fetch(`${origin}${MANAGEMENT_API_PATH}/usageplans?limit=1`, { redirect: 'manual' })
+    .catch(() => undefined)
+  await probe?.body?.cancel()
+  if (probe?.status === 401) throw new KeyAdminError(refusedSecretAdvice(access.source, origin))
   const client = new APIGatewayClient({
     endpoint: `${origin}${MANAGEMENT_API_PATH}`,
     region: 'us-east-1',
@@ -242,7 +277,13 @@ export const openStageTarget = async ({
 }: TargetChoice): Promise<StageTarget> => {
   if (stage === undefined) {
     const origin = url === undefined ? localOrigin(env) : localServerOrigin(url)
-    const keysCommand = url === undefined ? 'npm run keys --' : `npm run keys -- --url ${origin}`
+    // The hints a command prints carry the data directory it read the secret from.
+    const dataDir = localDataDir(env)
+    const assignment =
+      env[CONTROL_SECRET_VARIABLE]?.trim() || dataDir === IN_MEMORY
+        ? ''
+        : dataDirAssignment(dataDir)
+    const keysCommand = `${assignment}npm run keys --${url === undefined ? '' : ` --url ${origin}`}`
     return openLocal({ env, warn, signal }, origin, keysCommand)
   }
   if (!isStageName(stage)) {

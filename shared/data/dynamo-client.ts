@@ -52,9 +52,25 @@ export const IN_PROCESS_CLIENT_LIMITS: DynamoClientLimits = {
   maxBackoffMs: 1_000,
 }
 
-/** Set by the local server alone; the stacks never pass it, so deployed functions keep the AWS limits. */
+/**
+ * The bench's counting runs only (bench/support/bench-child.ts), where DynamoDB is answered in
+ * memory and nothing can stall: no deadline at all (0 turns the SDK's connection and request
+ * timers off), so none can fire on a busy machine, or under valgrind, and add a retry to the
+ * calls counted.
+ */
+export const NO_DEADLINE_CLIENT_LIMITS: DynamoClientLimits = {
+  ...DYNAMO_CLIENT_LIMITS,
+  connectionTimeoutMs: 0,
+  requestTimeoutMs: 0,
+}
+
+/**
+ * Set by the local server (`in-process`) and the bench (`no-deadline`) alone; the stacks never
+ * pass it, so deployed functions keep the AWS limits.
+ */
 export const CLIENT_LIMITS_VARIABLE = 'DYNAMODB_CLIENT_LIMITS'
 export const IN_PROCESS = 'in-process'
+export const NO_DEADLINE = 'no-deadline'
 
 /** The limits the environment asks for; an unknown value fails the cold start, not a request. */
 export const dynamoClientLimitsFromEnv = (
@@ -63,7 +79,10 @@ export const dynamoClientLimitsFromEnv = (
   const name = env[CLIENT_LIMITS_VARIABLE]
   if (name === undefined || name === '') return DYNAMO_CLIENT_LIMITS
   if (name === IN_PROCESS) return IN_PROCESS_CLIENT_LIMITS
-  throw new Error(`${CLIENT_LIMITS_VARIABLE} must be "${IN_PROCESS}" or unset, got "${name}"`)
+  if (name === NO_DEADLINE) return NO_DEADLINE_CLIENT_LIMITS
+  throw new Error(
+    `${CLIENT_LIMITS_VARIABLE} must be "${IN_PROCESS}", "${NO_DEADLINE}" or unset, got "${name}"`,
+  )
 }
 
 /** The longest one DynamoDB call can take with these limits (the arithmetic above). */

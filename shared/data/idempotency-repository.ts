@@ -119,7 +119,7 @@ export class IdempotencyRepository {
         if (existing.attemptId === attemptId) {
           return { kind: 'claimed', recordKey, petId: request.petId, takeover: false }
         }
-        const outcome = await this.#settle(recordKey, existing, request, now)
+        const outcome = await this.#settle(recordKey, existing, { ...request, attemptId }, now)
         if (outcome) return outcome
       }
     }
@@ -175,7 +175,7 @@ export class IdempotencyRepository {
   async #settle(
     recordKey: string,
     existing: Item,
-    request: ClaimRequest,
+    request: ClaimRequest & { attemptId: string },
     now: number,
   ): Promise<IdempotencyClaim | undefined> {
     if (numberOf(existing[IDEMPOTENCY_TABLE.ttlAttribute]) < Math.floor(now / 1000))
@@ -187,19 +187,27 @@ export class IdempotencyRepository {
     }
     const leaseUntil = numberOf(existing.leaseUntil)
     if (leaseUntil > now) return { kind: 'in_progress', retryAfterMs: leaseUntil - now }
-    // The first attempt died (or failed and released): take over its record and its pet id.
+    // The first attempt died (or failed and released): take over its record and its pet id. The
+    // takeover names this attempt, so the SDK's retry of a takeover DynamoDB applied but answered
+    // late finds its own lease (not a live one to wait for: a 409 for the whole lease).
     try {
       await this.#client.send(
         new UpdateCommand({
           TableName: this.#tableName,
           Key: { [IDEMPOTENCY_TABLE.partitionKey]: recordKey },
-          UpdateExpression: 'SET #leaseUntil = :newLease',
-          ConditionExpression: '#state = :inProgress AND #leaseUntil = :oldLease',
-          ExpressionAttributeNames: { '#leaseUntil': 'leaseUntil', '#state': 'state' },
+          UpdateExpression: 'SET #leaseUntil = :newLease, #attemptId = :attemptId',
+          ConditionExpression:
+            '#state = :inProgress AND (#leaseUntil = :oldLease OR #attemptId = :attemptId)',
+          ExpressionAttributeNames: {
+            '#leaseUntil': 'leaseUntil',
+            '#state': 'state',
+            '#attemptId': 'attemptId',
+          },
           ExpressionAttributeValues: {
             ':newLease': now + request.leaseMs,
             ':oldLease': leaseUntil,
             ':inProgress': STATE.inProgress,
+            ':attemptId': request.attemptId,
           },
         }),
       )

@@ -119,7 +119,7 @@ describe.concurrent('no key value in any message', () => {
     )
     // An id is still named, and the key given by value was not touched.
     expect((await run(runKeysCommand, ['--url', origin, 'revoke', 'nosuchkey1'])).output).toContain(
-      'No API key nosuchkey1',
+      'No key nosuchkey1 on stage local',
     )
     const listed = await run(runKeysCommand, ['--url', origin, 'list'])
     expect(listed.output).toContain(id)

@@ -16,11 +16,12 @@ const START = Date.UTC(2026, 10, 22, 12, 0, 5)
 const PRO_KEY = 'burst-pro-0123456789abcdef01234'
 const PRO = PLAN_LIMITS.pro
 /**
- * All at once in one process: each invocation has the local function timeout (10 s, a 503 at
- * 9.5 s) for its share of the CPU. 200 took 11 s at a load average of 14 on 2 cores and got 503s
- * and timeouts; 100 keeps the point (each one counted once) with room on a busy machine. The 100
- * share one authorizer call (local/gateway/authorizer-cache.ts): 100 calls of their own, all in
- * this process, outlived the authorizer's 5 s under load and answered 500.
+ * All at once on one connection: the gateway runs them on the function's local instances (10 at a
+ * time, local/gateway/function-instances.ts), each invocation's deadline (the local function
+ * timeout, 10 s, a 503 at 9.5 s) starting when it runs. Run all at once in this process, they
+ * shared its CPU and their deadlines ran while they waited: at a load average of 20, 100 of 100
+ * answered 503. 100 keep the point (each one counted once) in a few seconds. The 100 share one
+ * authorizer call (local/gateway/authorizer-cache.ts).
  */
 const BURST = 100
 

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs'
 import { request } from 'node:http'
 import {
   type APIGatewayClient,
@@ -30,7 +31,35 @@ let server: InProcessServer
 let client: APIGatewayClient
 let key: string
 
+/** AWS credentials of the shell that starts the server: none of them may reach a bundle. */
+const HOST_CREDENTIALS = {
+  AWS_ACCESS_KEY_ID: 'AKIAHOSTSHELLONLY0001',
+  AWS_SECRET_ACCESS_KEY: 'host-shell-secret-access-key-never-in-a-bundle',
+  AWS_SESSION_TOKEN: 'host-shell-session-token-never-in-a-bundle',
+}
+const savedCredentials = Object.fromEntries(
+  Object.keys(HOST_CREDENTIALS).map((name) => [name, process.env[name]]),
+)
+
+/** The environment of every function process this process started (Linux: /proc). */
+const functionEnvironments = (): Record<string, string>[] =>
+  readdirSync('/proc')
+    .filter((pid) => /^\d+$/.test(pid))
+    .flatMap((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+        const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+        const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+        if (parent !== process.pid || !command.includes('lambda-runtime-child.mjs')) return []
+        const variables = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
+        return [Object.fromEntries(variables.filter(Boolean).map((v) => v.split(/=(.*)/s, 2)))]
+      } catch {
+        return [] // gone meanwhile
+      }
+    })
+
 beforeAll(async () => {
+  Object.assign(process.env, HOST_CREDENTIALS)
   server = await startInProcessServer(
     { PETSTORE_BUNDLES: appAssemblyDir(), PETSTORE_API_KEYS: '' },
     // The automatic block after 3 unauthorized answers a minute, so a test reaches it.
@@ -44,6 +73,10 @@ beforeAll(async () => {
 afterAll(async () => {
   client?.destroy()
   await server?.stop()
+  for (const [name, value] of Object.entries(savedCredentials)) {
+    if (value === undefined) delete process.env[name]
+    else process.env[name] = value
+  }
 })
 
 describe("the deployable bundles (the staging template's functions)", () => {
@@ -73,6 +106,28 @@ describe("the deployable bundles (the staging template's functions)", () => {
     const fetched = await api.get(`/pets/${created.json.id}`)
     expect(fetched.status).toBe(200)
     expect(fetched.headers.get('deprecation')).toMatch(/^@\d+$/)
+  })
+
+  it("gives no function the shell's AWS credentials: dummy ones on the embedded DynamoDB", () => {
+    const environments = functionEnvironments()
+    // The operations, the authorizer, the key sync and the address-block function.
+    expect(environments).toHaveLength(ROUTES.length + 3)
+    for (const environment of environments) {
+      for (const value of Object.values(HOST_CREDENTIALS)) {
+        expect(JSON.stringify(environment)).not.toContain(value)
+      }
+      expect(environment).not.toHaveProperty('AWS_SESSION_TOKEN')
+    }
+    // The operations and the authorizer sign with dummy credentials; the key sync and the
+    // address-block function with the local control plane's secret (their management and WAF calls).
+    const signers = environments.map((environment) =>
+      environment.AWS_ACCESS_KEY_ID === server.controlSecret
+        ? 'control'
+        : environment.AWS_ACCESS_KEY_ID,
+    )
+    expect(signers.sort()).toEqual(
+      [...Array(ROUTES.length + 1).fill('local'), 'control', 'control'].sort(),
+    )
   })
 
   it("refuses a key the authorizer's bundle does not find: 401 with an Error body", async () => {

@@ -24,9 +24,15 @@ import { type FaultKind, type FaultProxy, startFaultProxy } from '#test/support/
  * a minute are admitted exactly, whichever instance answers and however many answers are lost;
  * a write that did not land admits one request uncounted, flagged as a store failure.
  */
+/**
+ * Every fault here is answered at once (a dropped connection, a 500, a 400), so no timeout is
+ * needed to see one; a short one made healthy calls ambiguous on a loaded machine (300 ms at a
+ * load average of 9: 8 writes flagged uncertain where 5 faults were injected). 10 s never fires
+ * on a call the proxy answers.
+ */
 const LIMITS: DynamoClientLimits = {
-  connectionTimeoutMs: 200,
-  requestTimeoutMs: 300,
+  connectionTimeoutMs: 5_000,
+  requestTimeoutMs: 10_000,
   maxAttempts: 2,
   maxBackoffMs: 1_000,
 }

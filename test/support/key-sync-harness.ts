@@ -15,6 +15,8 @@ export interface KeySyncHarnessOptions {
   clock: Clock
   /** Wraps the real mirror repository (e.g. to hold its writes). */
   wrapMirror?: (mirror: KeyMirrorWriter) => KeySyncDependencies['mirror']
+  /** The mirror's and the state's DynamoDB client (e.g. one behind a fault proxy). */
+  client?: DynamoTestEnv['documentClient']
 }
 
 /**
@@ -27,10 +29,11 @@ export const createKeySyncHarness = async ({
   gateway,
   clock,
   wrapMirror = (mirror) => mirror,
+  client = env.documentClient,
 }: KeySyncHarnessOptions) => {
   const tableName = await createKeyMirrorTable(env)
-  const mirror = new KeyMirrorWriter({ client: env.documentClient, tableName })
-  const state = new KeySyncStateRepository({ client: env.documentClient, tableName })
+  const mirror = new KeyMirrorWriter({ client, tableName })
+  const state = new KeySyncStateRepository({ client, tableName })
   /** Metric totals since the last reset. */
   let metrics: Record<string, number> = {}
   const responses: string[] = []

@@ -49,10 +49,13 @@ export interface RawExchangeOptions {
   timeoutMs?: number
 }
 
-/** Writes request as given to base's host and port, and reads until a final response is whole. */
+/**
+ * Writes request as given (text as UTF-8, or exact bytes) to base's host and port, and reads until a
+ * final response is whole.
+ */
 export const rawExchange = (
   base: URL,
-  request: string,
+  request: string | Buffer,
   { afterFirstAnswer, timeoutMs = 5_000 }: RawExchangeOptions = {},
 ): Promise<RawAnswer> =>
   new Promise((resolve, reject) => {

@@ -18,7 +18,6 @@ export const TESTED_ELSEWHERE: Record<string, string> = {
   'functions/*/*-fixtures.ts': 'test/integration/route-table-access.test.ts',
   'bench/floors/*-floor.ts': 'npm run bench',
 
-  'bench/bench-budgets.ts': 'npm run bench',
   'bench/bench-stats.ts': 'test/integration/authorizer-load-simulation.test.ts',
   'bench/cold-start-bench.ts': 'npm run bench',
   'bench/cost-estimate.ts': 'npm run bench',
@@ -115,7 +114,6 @@ export const TESTED_ELSEWHERE: Record<string, string> = {
   'local/gateway/gateway-routes.ts': 'test/unit/local-gateway-steps.test.ts',
   'local/gateway/local-gateway.ts': 'test/unit/local-gateway-steps.test.ts',
   'local/gateway/proxy-event.ts': 'test/unit/local-gateway-steps.test.ts',
-  'local/gateway/request-log.ts': 'test/e2e/local-request-log.test.ts',
   'local/gateway/secret-digest.ts': 'test/e2e/cli-secret-output.test.ts',
   'local/gateway/usage-plan-throttle.ts': 'test/unit/local-usage-plan-throttle.test.ts',
 

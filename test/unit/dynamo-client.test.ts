@@ -116,8 +116,15 @@ describe('DynamoDB client limits of the local server', () => {
 
   it('fails the cold start on a value it does not know', () => {
     expect(() => dynamoConfigFromEnv({ [CLIENT_LIMITS_VARIABLE]: 'fast' })).toThrow(
-      `${CLIENT_LIMITS_VARIABLE} must be "in-process" or unset, got "fast"`,
+      `${CLIENT_LIMITS_VARIABLE} must be "in-process", "no-deadline" or unset, got "fast"`,
     )
+  })
+
+  it("gives the bench's counting runs no deadline that could fire (0 turns the SDK's timers off)", () => {
+    expect(dynamoConfigFromEnv({ [CLIENT_LIMITS_VARIABLE]: 'no-deadline' })).toMatchObject({
+      maxAttempts: DYNAMO_CLIENT_LIMITS.maxAttempts,
+      requestHandler: { connectionTimeout: 0, requestTimeout: 0 },
+    })
   })
 })
 

@@ -3,7 +3,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Context } from 'aws-lambda'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { bundleEnvironment } from '#local/bundles/bundle-functions.ts'
+import {
+  bundleCredentials,
+  bundleEnvironment,
+  DUMMY_CREDENTIALS,
+} from '#local/bundles/bundle-functions.ts'
 import { AssemblyError, type AssemblyFunction } from '#local/bundles/cloud-assembly-functions.ts'
 import { LambdaProcess } from '#local/bundles/lambda-process.ts'
 
@@ -183,5 +187,40 @@ describe("a bundle's environment (bundleEnvironment)", () => {
     expect(() =>
       bundleEnvironment(assemblyFunction({ QUEUE_URL: { Ref: 'Queue' } }), local),
     ).toThrow(/reads QUEUE_URL/)
+  })
+})
+
+describe("a bundle's credentials (bundleCredentials)", () => {
+  const source = { assemblyDir: 'cdk.out', stage: 'staging' }
+  const shell = {
+    AWS_ACCESS_KEY_ID: 'AKIASHELL',
+    AWS_SECRET_ACCESS_KEY: 'shell-secret',
+    AWS_SESSION_TOKEN: 'shell-token',
+  }
+
+  it("are dummy ones, whatever the shell has, and replace the local stage's", () => {
+    expect(bundleCredentials(source, shell)).toEqual(DUMMY_CREDENTIALS)
+    // The local stage's environment keeps the shell's credentials for the sources' own process.
+    const localStage: Record<string, string> = {
+      DYNAMODB_ENDPOINT: 'http://127.0.0.1:4567',
+      AWS_ACCESS_KEY_ID: 'AKIASHELL',
+      AWS_SECRET_ACCESS_KEY: 'shell-secret',
+    }
+    const environment = bundleEnvironment(assemblyFunction({}), {
+      ...localStage,
+      ...bundleCredentials(source, shell),
+    })
+    expect(environment).toMatchObject({
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+    })
+    expect(environment).not.toHaveProperty('AWS_SESSION_TOKEN')
+  })
+
+  it("are the shell's on the operator's word, and the start stops when it has none", () => {
+    expect(bundleCredentials({ ...source, hostCredentials: true }, shell)).toEqual(shell)
+    expect(() => bundleCredentials({ ...source, hostCredentials: true }, {})).toThrow(
+      /aws configure export-credentials --format env/,
+    )
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { LocalConfigError, readLocalConfig } from '#local/local-config.ts'
+import { isAwsEndpoint, LocalConfigError, readLocalConfig } from '#local/local-config.ts'
 
 describe('local config: PETSTORE_AUTHORIZER_CACHE_TTL', () => {
   // Key changes still show at once: the key sync flushes the cache after each (keys-cli.test.ts
@@ -80,5 +80,60 @@ describe('local config: ENTERPRISE_LIMITS', () => {
       perMinute: 100_000,
       perDay: 715_827_882,
     })
+  })
+})
+
+describe("local config: the bundles' credentials (PETSTORE_BUNDLES_HOST_CREDENTIALS)", () => {
+  const bundles = { PETSTORE_BUNDLES: 'cdk.out' }
+  const onAws = 'https://dynamodb.eu-west-1.amazonaws.com'
+
+  it('gives bundles dummy credentials on the embedded DynamoDB and on DynamoDB Local', () => {
+    expect(readLocalConfig(bundles).bundles?.hostCredentials).toBe(false)
+    const local = { ...bundles, DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000' }
+    expect(readLocalConfig(local).bundles?.hostCredentials).toBe(false)
+  })
+
+  it("hands over the shell's only when asked, for an endpoint on AWS", () => {
+    const asked = { ...bundles, DYNAMODB_ENDPOINT: onAws, PETSTORE_BUNDLES_HOST_CREDENTIALS: '1' }
+    expect(readLocalConfig(asked).bundles?.hostCredentials).toBe(true)
+  })
+
+  it('refuses the opt-in where nothing checks credentials, and an AWS endpoint without it', () => {
+    expect(() => readLocalConfig({ ...bundles, PETSTORE_BUNDLES_HOST_CREDENTIALS: '1' })).toThrow(
+      /only a DYNAMODB_ENDPOINT on AWS .* needs; the embedded DynamoDB takes the dummy ones/,
+    )
+    expect(() =>
+      readLocalConfig({
+        ...bundles,
+        DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000',
+        PETSTORE_BUNDLES_HOST_CREDENTIALS: '1',
+      }),
+    ).toThrow(LocalConfigError)
+    expect(() => readLocalConfig({ ...bundles, DYNAMODB_ENDPOINT: onAws })).toThrow(
+      `DYNAMODB_ENDPOINT ${onAws} is on AWS: the bundles get dummy credentials, none of this shell's, unless you set PETSTORE_BUNDLES_HOST_CREDENTIALS=1`,
+    )
+    expect(() => readLocalConfig({ ...bundles, PETSTORE_BUNDLES_HOST_CREDENTIALS: 'yes' })).toThrow(
+      'PETSTORE_BUNDLES_HOST_CREDENTIALS must be 1 or 0, got "yes"',
+    )
+  })
+
+  it("knows AWS's DynamoDB endpoints: regional, FIPS, dual-stack, account-based, China", () => {
+    for (const endpoint of [
+      onAws,
+      'https://dynamodb-fips.us-east-1.amazonaws.com',
+      'https://dynamodb.us-east-2.api.aws',
+      'https://123456789012.ddb.us-east-1.amazonaws.com',
+      'https://dynamodb.cn-north-1.amazonaws.com.cn',
+    ]) {
+      expect(isAwsEndpoint(endpoint), endpoint).toBe(true)
+    }
+    for (const endpoint of [
+      undefined,
+      'http://127.0.0.1:8000',
+      'http://localhost:8000',
+      'https://amazonaws.com.example.org',
+    ]) {
+      expect(isAwsEndpoint(endpoint), endpoint).toBe(false)
+    }
   })
 })

@@ -36,12 +36,33 @@ describe('the start banner', () => {
   it('says nothing of the key file when no key moved', () => {
     const lines = startBanner(config, local({ others: 1, file: 'data/control-plane.json' }))
     expect(lines.join('\n')).not.toContain('api-keys.json')
+    // The data directory is not the default one: the commands name it, so the CLI reads its secret.
+    const dir = `PETSTORE_DATA_DIR=${resolve('data')}`
     expect(lines).toContain(
-      '  1 key(s) from earlier starts (values are shown only when made; ids: npm run keys -- --url http://127.0.0.1:4567 list)',
+      `  1 key(s) from earlier starts (values are shown only when made; ids: ${dir} npm run keys -- --url http://127.0.0.1:4567 list)`,
     )
     // list shows no values: the banner says how to get a key that works now.
     expect(lines).toContain(
-      '  a key to use now: KEY=$(npm run -s keys -- --url http://127.0.0.1:4567 create --plan free)',
+      `  a key to use now: KEY=$(${dir} npm run -s keys -- --url http://127.0.0.1:4567 create --plan free)`,
+    )
+  })
+
+  it('prints keys commands that find the secret where npm start keeps it', () => {
+    const keysLine = (env: Record<string, string>) =>
+      startBanner(readLocalConfig({ PORT: '3000', ...env }), local({})).find((line) =>
+        line.startsWith('Keys: '),
+      )
+    expect(keysLine({})).toMatch(/^Keys: npm run keys -- create --plan pro \| list/)
+    expect(keysLine({ PETSTORE_DATA_DIR: '.petstore' })).toMatch(/^Keys: npm run keys -- create/)
+    expect(keysLine({ PETSTORE_DATA_DIR: '/srv/pet store' })).toMatch(
+      /^Keys: PETSTORE_DATA_DIR='\/srv\/pet store' npm run keys -- create/,
+    )
+    const secret = { PETSTORE_LOCAL_SECRET: 'banner-test-secret-0123456789abcdef0123' }
+    expect(keysLine({ PETSTORE_DATA_DIR: 'data', ...secret })).toMatch(
+      /^Keys: npm run keys -- create --plan pro \| list \| revoke <id> \(with the same PETSTORE_LOCAL_SECRET\)/,
+    )
+    expect(keysLine({ PETSTORE_DATA_DIR: ':memory:' })).toBe(
+      "Keys: npm run keys cannot reach this server's keys (data in memory, no PETSTORE_LOCAL_SECRET): start with PETSTORE_LOCAL_SECRET set, and give the keys CLI the same",
     )
   })
 
