@@ -2,8 +2,13 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { EXECUTION_PERMISSIONS, ROLE_SERVICES } from '#infra/config/execution-permissions-config.ts'
+import {
+  EXECUTION_PERMISSIONS,
+  ROLE_SERVICES,
+  STACK_NAME_TAG,
+} from '#infra/config/execution-permissions-config.ts'
 import { stageRolePath } from '#infra/config/release-permissions-config.ts'
+import { POOL_PLAN_TAG, stageTags } from '#keys/usage-plans-config.ts'
 import type { Evaluation, IamRequest } from '#local/iam/iam-policy-evaluator.ts'
 import type { StageName } from '#shared/config/stages-config.ts'
 import { REPO_ROOT } from './support/cdk-json.ts'
@@ -29,10 +34,48 @@ import { appAssemblyDir, appStage } from './support/synth-app.ts'
  * same table (checked below).
  */
 const STAGES = ['staging', 'production'] as const
-const stack = (name: string) =>
+const stackArn = (name: string) =>
   `arn:aws:cloudformation:${REGION}:${ACCOUNT}:stack/${name}/0a1b2c3d-1111-2222-3333-444455556666`
+const stack = stackArn
 const iam = (resource: string) => `arn:aws:iam::${ACCOUNT}:${resource}`
 const bootstrapRoleArn = (name: string) => iam(`role/cdk-${QUALIFIER}-${name}-${ACCOUNT}-${REGION}`)
+const apigateway = (path: string) => `arn:aws:apigateway:${REGION}::${path}`
+/** TagResource's and UntagResource's resource: the tagged resource's ARN, URL-encoded. */
+const tagsOf = (arn: string) => apigateway(`/tags/${encodeURIComponent(arn)}`)
+const CUSTOMER_KEY = apigateway('/apikeys/a1b2c3d4e5')
+
+/** A request's tags as IAM sees them: each as aws:RequestTag/<key>, their keys as aws:TagKeys. */
+const requestTags = (tags: Record<string, string>) => ({
+  ...Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:RequestTag/${k}`, v])),
+  'aws:TagKeys': Object.keys(tags),
+})
+/** A resource's tags as IAM sees them. */
+const resourceTags = (tags: Record<string, string>) =>
+  Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:ResourceTag/${k}`, v]))
+/** CloudFormation's system tags on what a stack creates (no one else can set an `aws:` tag). */
+const systemTags = (stack: string, logicalId: string) => ({
+  [STACK_NAME_TAG]: stack,
+  'aws:cloudformation:logical-id': logicalId,
+  'aws:cloudformation:stack-id': stackArn(stack),
+})
+/** A customer's key after a release gave it every tag it may put on a key. */
+const forgedPoolKeyTags = (stage: string) =>
+  resourceTags({ ...stageTags(stage), [POOL_PLAN_TAG.key]: POOL_PLAN_TAG.value })
+/** Plans customers' keys are on: the stage's own Free plan, and a customer's plan made in the console. */
+const customersPlans = (stage: string) => [
+  {
+    plan: 'freeplan01',
+    tags: resourceTags({
+      ...stageTags(stage),
+      'petstore:plan': 'free',
+      ...systemTags(`petstore-${stage}-api`, 'ApiUsagePlanfree'),
+    }),
+  },
+  {
+    plan: 'acmeplan01',
+    tags: resourceTags({ 'petstore:plan': 'enterprise', 'petstore:customer': 'acme' }),
+  },
+]
 
 interface ForbiddenAct {
   act: string
@@ -154,10 +197,64 @@ const FORBIDDEN: ForbiddenAct[] = [
   },
   {
     act: "read a customer's key value",
-    requests: () => [
-      { action: 'apigateway:GET', resource: `arn:aws:apigateway:${REGION}::/apikeys/a1b2c3d4e5` },
-      { action: 'apigateway:GET', resource: `arn:aws:apigateway:${REGION}::/apikeys` },
+    requests: (stage) => [
+      { action: 'apigateway:GET', resource: CUSTOMER_KEY },
+      // A customer's key given every tag a release may put on a key (the pool key's own).
+      { action: 'apigateway:GET', resource: CUSTOMER_KEY, context: forgedPoolKeyTags(stage) },
+      { action: 'apigateway:GET', resource: apigateway('/apikeys') },
+      // GetUsagePlanKeys and GetUsagePlanKey return the keys' values.
+      ...customersPlans(stage).flatMap(({ plan, tags }) => [
+        {
+          action: 'apigateway:GET',
+          resource: apigateway(`/usageplans/${plan}/keys`),
+          context: tags,
+        },
+        {
+          action: 'apigateway:GET',
+          resource: apigateway(`/usageplans/${plan}/keys/a1b2c3d4e5`),
+          context: tags,
+        },
+      ]),
     ],
+  },
+  {
+    act: "change, disable or delete a customer's key",
+    requests: (stage) =>
+      ['apigateway:PATCH', 'apigateway:DELETE'].flatMap((action) => [
+        { action, resource: CUSTOMER_KEY },
+        { action, resource: CUSTOMER_KEY, context: forgedPoolKeyTags(stage) },
+      ]),
+  },
+  {
+    act: "tag or untag a customer's key (`petstore:disableAfter` ends it)",
+    requests: () => [
+      {
+        action: 'apigateway:PUT',
+        resource: tagsOf(CUSTOMER_KEY),
+        context: requestTags({ 'petstore:disableAfter': '2026-01-01T00:00:00Z' }),
+      },
+      {
+        action: 'apigateway:DELETE',
+        resource: tagsOf(CUSTOMER_KEY),
+        context: { 'aws:TagKeys': ['petstore:disableAfter'] },
+      },
+    ],
+  },
+  {
+    act: "detach a customer's key from its plan, or attach it to another customer plan",
+    requests: (stage) =>
+      customersPlans(stage).flatMap(({ plan, tags }) => [
+        {
+          action: 'apigateway:DELETE',
+          resource: apigateway(`/usageplans/${plan}/keys/a1b2c3d4e5`),
+          context: tags,
+        },
+        {
+          action: 'apigateway:POST',
+          resource: apigateway(`/usageplans/${plan}/keys`),
+          context: tags,
+        },
+      ]),
   },
   {
     act: "turn off production's termination protection",
@@ -323,8 +420,61 @@ const releaseActs = (
     const entry = EXECUTION_PERMISSIONS[resource.type]
     if (!entry) throw new Error(`${resource.type}: no execution permissions entry`)
     const what = `${resource.type} ${resource.logicalId}`
+    // The pool key and its place on the pool plan: rights scoped by tags, so each act with the
+    // tags IAM sees (the template's and CloudFormation's system tags).
+    const tagsOfResource = (r: { stack: string; logicalId: string; properties: unknown }) => ({
+      ...Object.fromEntries(
+        (
+          ((deployed.resolve(r.stack, r.properties) as { Tags?: unknown }).Tags ?? []) as {
+            Key: string
+            Value: string
+          }[]
+        ).map((tag) => [tag.Key, tag.Value]),
+      ),
+      ...systemTags(r.stack, r.logicalId),
+    })
+    if (resource.type === 'AWS::ApiGateway::ApiKey') {
+      const tags = tagsOfResource(resource)
+      add('executionRole', `${what}: created`, {
+        action: 'apigateway:POST',
+        resource: apigateway('/apikeys'),
+        context: requestTags(tags),
+      })
+      add('executionRole', `${what}: tagged on create`, {
+        action: 'apigateway:PUT',
+        resource: tagsOf(resource.arn),
+        context: requestTags(tags),
+      })
+      for (const action of ['apigateway:GET', 'apigateway:PATCH', 'apigateway:DELETE']) {
+        add('executionRole', what, { action, resource: resource.arn, context: resourceTags(tags) })
+      }
+      continue
+    }
+    if (resource.type === 'AWS::ApiGateway::UsagePlanKey') {
+      const planId = deployed.resolve(resource.stack, properties.UsagePlanId)
+      const plan = deployed.resources.find(
+        (r) => r.type === 'AWS::ApiGateway::UsagePlan' && r.ref === planId,
+      )
+      if (!plan) throw new Error(`${what}: no usage plan ${String(planId)}`)
+      // A plan's keys carry their plan's tags for access control.
+      const context = resourceTags(tagsOfResource(plan))
+      add('executionRole', `${what}: attached`, {
+        action: 'apigateway:POST',
+        resource: apigateway(`/usageplans/${planId}/keys`),
+        context,
+      })
+      for (const action of ['apigateway:GET', 'apigateway:DELETE']) {
+        add('executionRole', what, { action, resource: resource.arn, context })
+      }
+      continue
+    }
     // The type's management actions, on this resource as CloudFormation names it.
-    const actions = new Set(entry.statements(scope).flatMap((s) => s.actions))
+    const actions = new Set(
+      entry
+        .statements(scope)
+        .filter((statement) => statement.effect !== 'Deny')
+        .flatMap((statement) => statement.actions),
+    )
     for (const action of actions) {
       if (
         action.startsWith('iam:') ||

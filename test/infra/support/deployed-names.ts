@@ -28,7 +28,8 @@ export interface DeployedResource {
 }
 
 const SUFFIX = 'EXAMPLE1A2B3C'
-const apiId = (logicalId: string) => `id${logicalId.toLowerCase().slice(0, 8)}`
+// The logical id's hash suffix: one id per resource, as API Gateway's are.
+const apiId = (logicalId: string) => `id${logicalId.toLowerCase().slice(-8)}`
 
 /** The name CloudFormation gives a resource the template does not name. */
 const generatedName = (stack: string, logicalId: string, max = 64) =>
@@ -179,6 +180,13 @@ const naming = (
       }
     case 'AWS::ApiGateway::UsagePlan':
       return { ref: apiId(logicalId), arn: apigateway(`/usageplans/${apiId(logicalId)}`) }
+    case 'AWS::ApiGateway::ApiKey':
+      return { ref: apiId(logicalId), arn: apigateway(`/apikeys/${apiId(logicalId)}`) }
+    case 'AWS::ApiGateway::UsagePlanKey': {
+      const plan = literal(resolve(properties.UsagePlanId)) ?? 'unknown'
+      const key = literal(resolve(properties.KeyId)) ?? 'unknown'
+      return { ref: key, arn: apigateway(`/usageplans/${plan}/keys/${key}`) }
+    }
     case 'AWS::ApiGateway::Account':
       return { ref: logicalId, arn: apigateway('/account') }
     case 'AWS::ApiGateway::DomainName': {
