@@ -415,6 +415,24 @@ export const EXECUTION_PERMISSIONS: Record<string, ResourceTypePermissions> = {
       },
     ],
   },
+  'AWS::SNS::Subscription': {
+    note: "With an alarm email only. Subscribe names the stage's topic and the email protocol; Unsubscribe and a subscription's attributes take no resource (Service Authorization Reference, Amazon SNS): any subscription of the Region.",
+    statements: (s) => [
+      {
+        actions: ['sns:Subscribe'],
+        resources: [arn(s, 'sns', `${apiStack(s)}-*`)],
+        condition: { StringEquals: { 'sns:Protocol': 'email' } },
+      },
+      {
+        actions: [
+          'sns:Unsubscribe',
+          'sns:GetSubscriptionAttributes',
+          'sns:SetSubscriptionAttributes',
+        ],
+        resources: ['*'],
+      },
+    ],
+  },
   'AWS::SNS::TopicPolicy': {
     statements: (s) => [
       {

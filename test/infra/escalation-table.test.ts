@@ -22,7 +22,7 @@ import {
   releasePath,
   scopeOf,
 } from './support/release-path.ts'
-import { appAssemblyDir, appStage } from './support/synth-app.ts'
+import { appAssemblyDir, appStage, synthesizeApp } from './support/synth-app.ts'
 
 /**
  * Issue 44's escalation table, evaluated with the project's IAM evaluator (local/iam) on what
@@ -343,9 +343,9 @@ describe('the escalation table: every forbidden act is denied on the release pat
 /** What a release of the synthesized stage templates does, each act with the identity that does it. */
 const releaseActs = (
   stage: StageName,
+  { data, api } = appStage(stage),
 ): { who: keyof ReleasePath; what: string; request: IamRequest }[] => {
   const scope = scopeOf(stage)
-  const { data, api } = appStage(stage)
   const stacks = { [`petstore-${stage}-data`]: data, [`petstore-${stage}-api`]: api }
   const deployed = deployedStage(scope, stacks)
   const acts: { who: keyof ReleasePath; what: string; request: IamRequest }[] = []
@@ -433,6 +433,17 @@ const releaseActs = (
       ),
       ...systemTags(r.stack, r.logicalId),
     })
+    if (resource.type === 'AWS::SNS::Subscription') {
+      add('executionRole', `${what}: subscribed`, {
+        action: 'sns:Subscribe',
+        resource: properties.TopicArn as string,
+        context: { 'sns:Protocol': properties.Protocol as string },
+      })
+      for (const action of ['sns:Unsubscribe', 'sns:GetSubscriptionAttributes']) {
+        add('executionRole', what, { action, resource: resource.arn })
+      }
+      continue
+    }
     if (resource.type === 'AWS::ApiGateway::ApiKey') {
       const tags = tagsOfResource(resource)
       add('executionRole', `${what}: created`, {
@@ -534,7 +545,34 @@ const releaseActs = (
   return acts
 }
 
+/** What the path refuses of a release's acts, each named. */
+const refusedOf = (stage: StageName, acts: ReturnType<typeof releaseActs>): string[] => {
+  const path = releasePath(stage)
+  return acts
+    .map(({ who, what, request }) => ({
+      who,
+      what,
+      request,
+      answer: (path[who] as Identity).policies.evaluate(request),
+    }))
+    .filter(({ answer }) => answer.decision !== 'allow')
+    .map(
+      ({ who, what, request, answer }) =>
+        `${who}, ${what}: ${request.action} on ${request.resource} (${answer.reason})`,
+    )
+}
+
 describe('the release path allows everything a release of the synthesized stage templates does', () => {
+  it('production with an alarm email: its subscription too', () => {
+    const withEmail = synthesizeApp({
+      stage: 'production',
+      'production.alarmEmail': 'ops@example.com',
+    }).stage('production')
+    const acts = releaseActs('production', { data: withEmail.data, api: withEmail.api })
+    expect(acts.filter(({ what }) => what.includes('AWS::SNS::Subscription'))).toHaveLength(3)
+    expect(refusedOf('production', acts)).toEqual([])
+  })
+
   it.each(STAGES)('%s: every act, by the identity that makes it', (stage) => {
     const path = releasePath(stage)
     const acts = releaseActs(stage)

@@ -106,6 +106,10 @@ const naming = (
       const topic = arn('sns', named('TopicName', 256))
       return { ref: topic, arn: topic }
     }
+    case 'AWS::SNS::Subscription': {
+      const topic = literal(resolve(properties.TopicArn)) ?? 'unknown'
+      return { ref: `${topic}:0a1b2c3d`, arn: `${topic}:0a1b2c3d` }
+    }
     case 'AWS::SNS::TopicPolicy': {
       const [topic] = (resolve(properties.Topics) as string[] | undefined) ?? ['unknown']
       return { ref: logicalId, arn: topic as string }
