@@ -142,6 +142,7 @@ export const bootstrapBoundaryStatements = (
       notActions: ['iam:Get*', 'iam:List*', 'iam:PassRole', 'iam:Simulate*'],
       resources: [
         iam('role/petstore-*-release-*'),
+        iam('role/petstore-*-plan-*'),
         iam('role/petstore-release-*'),
         iam('role/cdk-*'),
         iam('policy/petstore-*-cfn-execution-*'),

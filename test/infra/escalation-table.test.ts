@@ -2,11 +2,8 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import {
-  EXECUTION_PERMISSIONS,
-  ROLE_SERVICES,
-  STACK_NAME_TAG,
-} from '#infra/config/execution-permissions-config.ts'
+import { STACK_NAME_TAG } from '#infra/config/api-gateway-permissions-config.ts'
+import { EXECUTION_PERMISSIONS, ROLE_SERVICES } from '#infra/config/execution-permissions-config.ts'
 import { stageRolePath } from '#infra/config/release-permissions-config.ts'
 import { POOL_PLAN_TAG, stageTags } from '#keys/usage-plans-config.ts'
 import type { Evaluation, IamRequest } from '#local/iam/iam-policy-evaluator.ts'
@@ -82,6 +79,10 @@ interface ForbiddenAct {
   requests: (stage: string, path: ReleasePath) => IamRequest[]
 }
 
+/** The roles the release stack makes for GitHub's jobs: the deploy role, and production's plan role. */
+const releaseRoles = (path: ReleasePath): Identity[] =>
+  [path.releaseRole, path.planRole].filter((role): role is Identity => role !== undefined)
+
 /** The acts issue 44 lists, each as the IAM requests that would do it (in staging's account). */
 const FORBIDDEN: ForbiddenAct[] = [
   {
@@ -103,12 +104,15 @@ const FORBIDDEN: ForbiddenAct[] = [
         'iam:DeleteRolePolicy',
         'iam:DetachRolePolicy',
         'iam:DeleteRolePermissionsBoundary',
-      ].map((action) => ({ action, resource: path.releaseRole.arn })),
+      ].flatMap((action) => releaseRoles(path).map((role) => ({ action, resource: role.arn }))),
   },
   {
     act: "change the release role's trust",
     requests: (_stage, path) => [
-      { action: 'iam:UpdateAssumeRolePolicy', resource: path.releaseRole.arn },
+      ...releaseRoles(path).map((role) => ({
+        action: 'iam:UpdateAssumeRolePolicy',
+        resource: role.arn,
+      })),
       {
         action: 'iam:AddClientIDToOpenIDConnectProvider',
         resource: iam('oidc-provider/token.actions.githubusercontent.com'),
@@ -590,5 +594,178 @@ describe('the release path allows everything a release of the synthesized stage 
           `${who}, ${what}: ${request.action} on ${request.resource} (${answer.reason})`,
       )
     expect(refused).toEqual([])
+  })
+})
+
+/**
+ * Production's plan role (docs/release-permissions.md, "The production plan role"): everything
+ * `cdk deploy --method=prepare-change-set` does is allowed to it, and nothing that executes a
+ * change or could: every act below either is what preparing takes, or is denied.
+ */
+const PLAN_ACTS: {
+  act: string
+  allowed: boolean
+  requests: (path: ReleasePath) => IamRequest[]
+}[] = [
+  {
+    act: "create production's change sets, run by the execution role",
+    allowed: true,
+    requests: () =>
+      ['petstore-production-data', 'petstore-production-api'].map((name) => ({
+        action: 'cloudformation:CreateChangeSet',
+        resource: stack(name),
+        context: { 'cloudformation:RoleArn': bootstrapRoleArn('cfn-exec-role') },
+      })),
+  },
+  {
+    act: 'describe, list and delete them; read the stacks, their events and templates',
+    allowed: true,
+    requests: () =>
+      [
+        'cloudformation:DescribeChangeSet',
+        'cloudformation:ListChangeSets',
+        'cloudformation:DeleteChangeSet',
+        'cloudformation:DescribeStacks',
+        'cloudformation:DescribeStackEvents',
+        'cloudformation:GetTemplate',
+      ].flatMap((action) =>
+        ['petstore-production-data', 'petstore-production-api'].map((name) => ({
+          action,
+          resource: stack(name),
+        })),
+      ),
+  },
+  {
+    act: 'pass the execution role to CloudFormation',
+    allowed: true,
+    requests: () => [
+      {
+        action: 'iam:PassRole',
+        resource: bootstrapRoleArn('cfn-exec-role'),
+        context: { 'iam:PassedToService': 'cloudformation.amazonaws.com' },
+      },
+    ],
+  },
+  {
+    act: 'publish the assets (the file-publishing role), read the bootstrap version and the templates',
+    allowed: true,
+    requests: () => [
+      { action: 'sts:AssumeRole', resource: bootstrapRoleArn('file-publishing-role') },
+      {
+        action: 'ssm:GetParameter',
+        resource: `arn:aws:ssm:${REGION}:${ACCOUNT}:parameter/cdk-bootstrap/${QUALIFIER}/version`,
+      },
+      {
+        action: 's3:GetObject',
+        resource: `arn:aws:s3:::cdk-${QUALIFIER}-assets-${ACCOUNT}-${REGION}/abc.json`,
+      },
+    ],
+  },
+  {
+    act: 'execute a change set',
+    allowed: false,
+    requests: () =>
+      ['petstore-production-data', 'petstore-production-api'].map((name) => ({
+        action: 'cloudformation:ExecuteChangeSet',
+        resource: stack(name),
+      })),
+  },
+  {
+    act: 'create, update, delete or roll back a stack directly',
+    allowed: false,
+    requests: () =>
+      [
+        'cloudformation:CreateStack',
+        'cloudformation:UpdateStack',
+        'cloudformation:DeleteStack',
+        'cloudformation:RollbackStack',
+        'cloudformation:ContinueUpdateRollback',
+        'cloudformation:UpdateTerminationProtection',
+      ].map((action) => ({ action, resource: stack('petstore-production-api') })),
+  },
+  {
+    act: 'assume the deploy role (which executes)',
+    allowed: false,
+    requests: () => [{ action: 'sts:AssumeRole', resource: bootstrapRoleArn('deploy-role') }],
+  },
+  {
+    act: 'prepare a change set CloudFormation would run as another role, or as itself',
+    allowed: false,
+    requests: () => [
+      {
+        action: 'cloudformation:CreateChangeSet',
+        resource: stack('petstore-production-api'),
+        context: { 'cloudformation:RoleArn': iam('role/Admin') },
+      },
+      { action: 'cloudformation:CreateChangeSet', resource: stack('petstore-production-api') },
+      {
+        action: 'iam:PassRole',
+        resource: bootstrapRoleArn('cfn-exec-role'),
+        context: { 'iam:PassedToService': 'lambda.amazonaws.com' },
+      },
+    ],
+  },
+  {
+    act: "prepare a change set of any other stack (staging's, a release stack, `CDKToolkit`)",
+    allowed: false,
+    requests: () =>
+      ['petstore-staging-api', 'petstore-release-production', 'CDKToolkit'].map((name) => ({
+        action: 'cloudformation:CreateChangeSet',
+        resource: stack(name),
+        context: { 'cloudformation:RoleArn': bootstrapRoleArn('cfn-exec-role') },
+      })),
+  },
+]
+
+const planRoleOf = (stage: StageName): Identity => {
+  const role = releasePath(stage).planRole
+  if (!role) throw new Error(`${stage}'s release stack makes no plan role`)
+  return role
+}
+
+/** The plan role's table as docs/release-permissions.md shows it. */
+const planTable = (): string[] =>
+  PLAN_ACTS.map(({ act, requests }) => {
+    const path = releasePath('production')
+    const answer = cell(verdict(planRoleOf('production'), requests(path)))
+    return `| ${act} | ${answer === 'ALLOW' ? 'Allow' : answer} |`
+  })
+
+describe("production's plan role prepares change sets and executes none", () => {
+  for (const { act, allowed, requests } of PLAN_ACTS) {
+    it(`${act} → ${allowed ? 'allowed' : 'denied'}`, () => {
+      const path = releasePath('production')
+      const answers = requests(path).map((request) => ({
+        request,
+        answer: planRoleOf('production').policies.evaluate(request),
+      }))
+      const wrong = answers.filter(({ answer }) => (answer.decision === 'allow') !== allowed)
+      expect(
+        wrong.map(
+          ({ request, answer }) => `${request.action} on ${request.resource}: ${answer.reason}`,
+        ),
+      ).toEqual([])
+    })
+  }
+
+  it('is denied every forbidden act too', () => {
+    const path = releasePath('production')
+    const allowed = FORBIDDEN.flatMap(({ act, requests }) =>
+      requests('production', path)
+        .filter(
+          (request) => planRoleOf('production').policies.evaluate(request).decision === 'allow',
+        )
+        .map((request) => `${act}: ${request.action} on ${request.resource}`),
+    )
+    expect(allowed).toEqual([])
+  })
+
+  it('exists in production only, and is the table docs/release-permissions.md shows', () => {
+    expect(releasePath('staging').planRole).toBeUndefined()
+    const doc = readFileSync(join(REPO_ROOT, 'docs/release-permissions.md'), 'utf8')
+    expect(
+      planTable().filter((row) => !doc.includes(row)),
+      'docs/release-permissions.md, "The production plan role": put these rows there',
+    ).toEqual([])
   })
 })
