@@ -7,8 +7,9 @@ import { CloudFormationClient } from '@aws-sdk/client-cloudformation'
 import { verifyAssembly } from './assembly-digest.ts'
 import { renderPlanSummary } from './change-set-summary.ts'
 import {
+  applyInstructions,
   applyPlan,
-  type ProductionApproval,
+  approvalFromCdkJson,
   preparePlan,
   type RunCommand,
   readPlan,
@@ -17,9 +18,12 @@ import { cdkReplacementRule } from './replacement-rules.ts'
 import { type StackTemplate, templateChanges } from './template-changes.ts'
 
 /**
- * `plan --stage production --app cdk.out --change-set-name NAME --digest D [--approval reviewers|operator] [--out plan.json] [--summary FILE] [--origin URL]`:
+ * `plan --stage production --app cdk.out --change-set-name NAME --digest D [--out plan.json] [--summary FILE] [--origin URL] [--assembly-run ID] [--github-output]`:
  *   makes the stage's change sets (release-plan.ts), writes the plan and prints the approver's
- *   summary (also appended to FILE: the workflow gives $GITHUB_STEP_SUMMARY).
+ *   summary (also appended to FILE: the workflow gives $GITHUB_STEP_SUMMARY), saying how the plan
+ *   is applied as cdk.json's productionApproval says (`--assembly-run`: the run whose artifact
+ *   the assembly is, when not this one: a rollback); `--github-output` writes `approval=…` for the
+ *   next job.
  * `apply --plan plan.json --app cdk.out`: checks the assembly against the plan's digest, then
  *   executes exactly the planned change sets, refusing a stale one.
  * `summary --deployed DIR --app DIR --stage production`: the same summary offline, from an
@@ -27,7 +31,7 @@ import { type StackTemplate, templateChanges } from './template-changes.ts'
  * Exit codes: 0 done, 1 refused or failed, 2 a usage error.
  */
 const USAGE = [
-  'usage: npm run release:plan -- --stage <stage> --app <assembly> --change-set-name <name> --digest <digest> [--approval reviewers|operator] [--out <plan.json>] [--summary <file>] [--origin <url>]',
+  'usage: npm run release:plan -- --stage <stage> --app <assembly> --change-set-name <name> --digest <digest> [--out <plan.json>] [--summary <file>] [--origin <url>] [--assembly-run <id>] [--github-output]',
   '       npm run release:apply -- --plan <plan.json> --app <assembly>',
   '       npm run release:summary -- --deployed <assembly> --app <assembly> --stage <stage>',
 ].join('\n')
@@ -71,34 +75,20 @@ const run: RunCommand = (command, args) =>
 const client = (region: string | undefined) =>
   new CloudFormationClient(region && region !== 'unknown-region' ? { region } : {})
 
-const approvalFooter = (approval: ProductionApproval, origin?: string): string[] =>
-  approval === 'reviewers'
-    ? [
-        '### How it is applied',
-        '',
-        "A required reviewer of the `production` environment approves this run's `production` job, which executes exactly these change sets (by ARN). A change to a stack after this plan makes its change set stale: the apply refuses it and nothing is planned again.",
-      ]
-    : [
-        '### How it is applied',
-        '',
-        'GitHub enforces no required reviewers here, so the workflow does not execute production: a person with production rights applies this plan with their own credentials, from a clone at the released commit:',
-        '',
-        '```sh',
-        `RUN=${origin?.split('/').at(-1) ?? '<run id>'}`,
-        'gh run download "$RUN" -n cloud-assembly -D cdk.out',
-        'gh run download "$RUN" -n production-plan -D plan',
-        'npm run release:apply -- --plan plan/release-plan.json --app cdk.out',
-        '```',
-      ]
+/** A workflow run's id, the end of its address. */
+const runId = (origin: string | undefined) => origin?.split('/').at(-1)
 
 const plan = async (values: Record<string, string | undefined>) => {
   const { stage, app, digest } = values
   const name = values['change-set-name']
   if (!stage || !app || !name || !digest)
     return fail(`plan needs --stage, --app, --change-set-name and --digest\n${USAGE}`, 2)
-  const approval = (values.approval ?? 'reviewers') as ProductionApproval
-  if (approval !== 'reviewers' && approval !== 'operator')
-    return fail(`--approval is reviewers or operator\n${USAGE}`, 2)
+  const approval = approvalFromCdkJson(readFileSync('cdk.json', 'utf8'))
+  if (values.githubOutput) {
+    const output = process.env.GITHUB_OUTPUT
+    if (!output) return fail('--github-output needs GITHUB_OUTPUT (set by GitHub Actions)', 2)
+    appendFileSync(output, `approval=${approval}\n`)
+  }
   const { matches, actual } = verifyAssembly(app, digest)
   if (!matches)
     return fail(`${app} is not the tested assembly (${actual.digest}, expected ${digest})`, 1)
@@ -117,7 +107,11 @@ const plan = async (values: Record<string, string | undefined>) => {
   const summary = renderPlanSummary({
     title: `${stage}${values.origin ? `, ${values.origin}` : ''}`,
     changeSets: result.descriptions,
-    footer: approvalFooter(approval, values.origin),
+    footer: applyInstructions(approval, {
+      planRun: runId(values.origin),
+      assemblyRun: values['assembly-run'] ?? runId(values.origin),
+      digest,
+    }),
   })
   process.stdout.write(summary)
   if (values.summary) appendFileSync(values.summary, summary)
@@ -171,25 +165,32 @@ const main = async () => {
   try {
     parsed = parseArgs({
       allowPositionals: true,
-      options: Object.fromEntries(
-        [
-          'stage',
-          'app',
-          'change-set-name',
-          'digest',
-          'approval',
-          'out',
-          'summary',
-          'origin',
-          'plan',
-          'deployed',
-        ].map((name) => [name, { type: 'string' as const }]),
-      ),
+      options: {
+        ...Object.fromEntries(
+          [
+            'stage',
+            'app',
+            'change-set-name',
+            'digest',
+            'out',
+            'summary',
+            'origin',
+            'assembly-run',
+            'plan',
+            'deployed',
+          ].map((name) => [name, { type: 'string' as const }]),
+        ),
+        'github-output': { type: 'boolean' as const },
+      },
     })
   } catch (error) {
     return fail(`${(error as Error).message}\n${USAGE}`, 2)
   }
-  const values = parsed.values as Record<string, string | undefined>
+  const { 'github-output': githubOutput, ...strings } = parsed.values
+  const values = {
+    ...(strings as Record<string, string | undefined>),
+    githubOutput: githubOutput ? 'yes' : undefined,
+  }
   const [command] = parsed.positionals
   try {
     if (command === 'plan') await plan(values)

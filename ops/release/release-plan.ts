@@ -15,12 +15,31 @@ import {
   type DescribeChangeSetCommandOutput,
   DescribeStacksCommand,
 } from '@aws-sdk/client-cloudformation'
+import {
+  PRODUCTION_APPROVALS,
+  type ProductionApproval,
+} from '#shared/config/production-approval-config.ts'
 import { type ChangeSetDescription, hasNoChanges } from './change-set-summary.ts'
 
 export const PLAN_VERSION = 1
 
-/** How production's plan is applied: by the workflow once reviewers approve, or by a person. */
-export type ProductionApproval = 'reviewers' | 'operator'
+/**
+ * How production's plan is applied, as cdk.json says (`petstore.release.productionApproval`,
+ * which synthesis has already checked): the workflow reads it from the released commit, so the
+ * mode and the roles the release stack makes come from one versioned place.
+ */
+export const approvalFromCdkJson = (text: string): ProductionApproval => {
+  const cdkJson = JSON.parse(text) as {
+    context?: { petstore?: { release?: { productionApproval?: unknown } } }
+  }
+  const value = cdkJson.context?.petstore?.release?.productionApproval
+  if (!PRODUCTION_APPROVALS.includes(value as ProductionApproval)) {
+    throw new Error(
+      `cdk.json's petstore.release.productionApproval is ${JSON.stringify(value ?? null)}: expected ${PRODUCTION_APPROVALS.map((v) => `"${v}"`).join(' or ')} (docs/deploying.md)`,
+    )
+  }
+  return value as ProductionApproval
+}
 
 export interface PlannedChangeSet {
   stackName: string
@@ -258,3 +277,32 @@ export const readPlan = (text: string): ReleasePlan => {
   }
   return plan as ReleasePlan
 }
+
+/**
+ * What the approver's summary says after the changes: who applies the plan, and how. Where GitHub
+ * enforces no required reviewers, the commands a person with production rights runs, with their
+ * own credentials, from a clone of the repository (docs/deploying.md, "Applying a plan by hand").
+ */
+export const applyInstructions = (
+  approval: ProductionApproval,
+  where: { planRun?: string; assemblyRun?: string; digest: string },
+): string[] =>
+  approval === 'reviewers'
+    ? [
+        '### How it is applied',
+        '',
+        "A required reviewer of the `production` environment approves this run's `production` job, which executes exactly these change sets (by ARN) and smokes production. A change to a stack after this plan makes its change set stale: the apply refuses it, and nothing is planned again.",
+      ]
+    : [
+        '### How it is applied',
+        '',
+        'GitHub enforces no required reviewers here, so no workflow job can execute production: a person with production rights applies this plan with their own credentials, from a clone of the repository, then smokes production. A change to a stack after this plan makes its change set stale: the apply refuses it.',
+        '',
+        '```sh',
+        `gh run download ${where.assemblyRun ?? '<assembly run id>'} -n cloud-assembly -D cdk.out`,
+        `gh run download ${where.planRun ?? '<plan run id>'} -n production-plan -D plan`,
+        `npm run release:digest -- cdk.out --expect "${where.digest}"`,
+        'npm run release:apply -- --plan plan/release-plan.json --app cdk.out',
+        'npm run smoke -- --stage production',
+        '```',
+      ]

@@ -6,7 +6,9 @@ import {
 import { mockClient } from 'aws-sdk-client-mock'
 import { beforeEach, describe, expect, it } from 'vitest'
 import {
+  applyInstructions,
   applyPlan,
+  approvalFromCdkJson,
   deployOrder,
   type PlannedChangeSet,
   preparePlan,
@@ -258,5 +260,37 @@ describe('the plan file', () => {
 
   it('orders a stage’s stacks data first', () => {
     expect(deployOrder([API, DATA])).toEqual([DATA, API])
+  })
+})
+
+describe('how production is applied', () => {
+  const cdkJson = (release: unknown) =>
+    JSON.stringify({ app: 'x', context: { petstore: { release } } })
+
+  it('is what cdk.json says, one of the two modes, never assumed', () => {
+    expect(approvalFromCdkJson(cdkJson({ productionApproval: 'reviewers' }))).toBe('reviewers')
+    expect(approvalFromCdkJson(cdkJson({ productionApproval: 'operator' }))).toBe('operator')
+    expect(() => approvalFromCdkJson(cdkJson({}))).toThrow(
+      /productionApproval is null: expected "reviewers" or "operator"/,
+    )
+    expect(() => approvalFromCdkJson(JSON.stringify({ context: {} }))).toThrow(/is null/)
+    expect(() => approvalFromCdkJson(cdkJson({ productionApproval: 'yes' }))).toThrow(/is "yes"/)
+  })
+})
+
+describe('what the summary says about applying', () => {
+  it('names the approving environment where reviewers gate it, and the commands where a person applies', () => {
+    const where = { planRun: '42', assemblyRun: '7', digest: PLAN.digest }
+    expect(applyInstructions('reviewers', where).join('\n')).toContain(
+      "A required reviewer of the `production` environment approves this run's `production` job",
+    )
+    expect(applyInstructions('operator', where)).toEqual(
+      expect.arrayContaining([
+        'gh run download 7 -n cloud-assembly -D cdk.out',
+        'gh run download 42 -n production-plan -D plan',
+        `npm run release:digest -- cdk.out --expect "${PLAN.digest}"`,
+        'npm run release:apply -- --plan plan/release-plan.json --app cdk.out',
+      ]),
+    )
   })
 })
