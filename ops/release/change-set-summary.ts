@@ -111,7 +111,19 @@ const ROUTINE_PROPERTIES: Record<string, ReadonlySet<string>> = {
   'AWS::Lambda::Function': new Set(['Code']),
   'AWS::Lambda::Alias': new Set(['FunctionVersion']),
   'AWS::ApiGateway::Stage': new Set(['DeploymentId']),
+  // The key sync's deploy-time run carries its code's hash, to run again when the code changes.
+  'Custom::KeySync': new Set(['Code']),
 }
+
+/**
+ * A resource's metadata (CDK's resource path, an asset's path): no change to anything in AWS.
+ * A change only of it, or only caused by a routine resource (an alarm following the new Lambda
+ * version: CloudFormation names the cause in CausingEntity, `LogicalId` or `LogicalId.Attribute`),
+ * is routine too.
+ */
+const isMetadata = (detail: ChangeDetail) => detail.Target?.Attribute === 'Metadata'
+const causedByRoutine = (detail: ChangeDetail, routineIds: ReadonlySet<string>) =>
+  routineIds.has((detail.CausingEntity ?? '').split('.')[0] as string)
 
 const propertiesOf = (change: ResourceChange): string[] => [
   ...new Set(
@@ -137,44 +149,60 @@ const replacingProperties = (change: ResourceChange): string[] => [
 ]
 
 /** Each resource change of a stack's change set, with the section it belongs in. */
-export const classify = (description: ChangeSetDescription): ClassifiedChange[] =>
-  (description.Changes ?? [])
+export const classify = (description: ChangeSetDescription): ClassifiedChange[] => {
+  const changes = (description.Changes ?? [])
     .map((change) => change.ResourceChange)
     .filter((change): change is ResourceChange => change !== undefined)
-    .map((change) => {
-      const type = change.ResourceType ?? 'unknown'
-      const base = {
-        stack: description.StackName ?? 'unknown',
-        logicalId: change.LogicalResourceId ?? 'unknown',
-        type,
-        action: change.Action ?? 'unknown',
-        properties: propertiesOf(change),
-      }
-      if (type === 'AWS::CDK::Metadata') return { ...base, kind: 'routine' }
-      const churn =
-        ROUTINE_TYPES.has(type) && (change.Action === 'Add' || change.Action === 'Remove')
-      if (churn) return { ...base, kind: 'routine' }
-      if (change.Action === 'Remove') {
-        return { ...base, kind: 'removal', policy: change.PolicyAction ?? 'Delete' }
-      }
-      if (
-        change.Action === 'Modify' &&
-        (change.Replacement === 'True' || change.Replacement === 'Conditional')
-      ) {
-        return { ...base, kind: 'replacement', properties: replacingProperties(change) }
-      }
-      const security =
-        SECURITY_TYPES.some((pattern) => pattern.test(type)) ||
-        base.properties.some((property) => SECURITY_PROPERTIES.has(property))
-      if (security) return { ...base, kind: 'security' }
-      const routineProperties = ROUTINE_PROPERTIES[type]
-      const routineOnly =
-        change.Action === 'Modify' &&
-        routineProperties !== undefined &&
-        base.properties.length > 0 &&
-        base.properties.every((property) => routineProperties.has(property))
-      return { ...base, kind: routineOnly ? 'routine' : 'change' }
-    }) as ClassifiedChange[]
+  const routineIds = new Set(
+    changes
+      .filter((c) => ROUTINE_TYPES.has(c.ResourceType ?? '') && c.Action === 'Add')
+      .map((c) => c.LogicalResourceId ?? ''),
+  )
+  return changes.map((change) => {
+    const type = change.ResourceType ?? 'unknown'
+    const meaningful = (change.Details ?? []).filter((detail) => !isMetadata(detail))
+    const base = {
+      stack: description.StackName ?? 'unknown',
+      logicalId: change.LogicalResourceId ?? 'unknown',
+      type,
+      action: change.Action ?? 'unknown',
+      properties: propertiesOf({ ...change, Details: meaningful }),
+    }
+    if (type === 'AWS::CDK::Metadata') return { ...base, kind: 'routine' }
+    const churn = ROUTINE_TYPES.has(type) && (change.Action === 'Add' || change.Action === 'Remove')
+    if (churn) return { ...base, kind: 'routine' }
+    if (change.Action === 'Remove') {
+      return { ...base, kind: 'removal', policy: change.PolicyAction ?? 'Delete' }
+    }
+    if (
+      change.Action === 'Modify' &&
+      (change.Replacement === 'True' || change.Replacement === 'Conditional')
+    ) {
+      return { ...base, kind: 'replacement', properties: replacingProperties(change) }
+    }
+    const metadataOnly = (change.Details ?? []).length > 0 && meaningful.length === 0
+    if (change.Action === 'Modify' && metadataOnly) {
+      return { ...base, kind: 'routine', action: 'Metadata' }
+    }
+    // Before "follows": a policy that now names the new version is still shown as IAM.
+    const security =
+      SECURITY_TYPES.some((pattern) => pattern.test(type)) ||
+      base.properties.some((property) => SECURITY_PROPERTIES.has(property))
+    if (security) return { ...base, kind: 'security' }
+    const followsOnly =
+      meaningful.length > 0 && meaningful.every((detail) => causedByRoutine(detail, routineIds))
+    if (change.Action === 'Modify' && followsOnly) {
+      return { ...base, kind: 'routine', action: 'Follows' }
+    }
+    const routineProperties = ROUTINE_PROPERTIES[type]
+    const routineOnly =
+      change.Action === 'Modify' &&
+      routineProperties !== undefined &&
+      base.properties.length > 0 &&
+      base.properties.every((property) => routineProperties.has(property))
+    return { ...base, kind: routineOnly ? 'routine' : 'change' }
+  }) as ClassifiedChange[]
+}
 
 /**
  * A change set CloudFormation made with nothing to do: it fails it with "didn't contain changes".
@@ -215,6 +243,13 @@ const routineLine = (routine: ClassifiedChange[]): string => {
     const n = routine.filter((c) => c.type === type && c.action === action).length
     return n > 0 ? `${n} ${words}` : ''
   }).filter(Boolean)
+  const follows = routine.filter((c) => c.action === 'Follows').length
+  if (follows > 0)
+    said.push(
+      `${follows} resource(s) follow the new version or deployment (an alarm's dimension, a reference)`,
+    )
+  const metadata = routine.filter((c) => c.action === 'Metadata').length
+  if (metadata > 0) said.push(`${metadata} resource(s) change only their metadata`)
   return said.length === 0 ? 'Nothing.' : `${said.join('; ')}.`
 }
 

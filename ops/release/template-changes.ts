@@ -44,11 +44,80 @@ const removalPolicy = (resource: TemplateResource): string =>
       ? 'Snapshot'
       : 'Delete'
 
+/** The resources a change set adds, and those it adds or removes. */
+interface Churn {
+  added: ReadonlySet<string>
+  churned: ReadonlySet<string>
+}
+
+/** `{Ref: id}` → `id`, `{'Fn::GetAtt': [id, attribute]}` → `id.attribute`; anything else: undefined. */
+const referenceOf = (value: unknown): { entity: string; source: string } | undefined => {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return undefined
+  const keys = Object.keys(value)
+  if (keys.length !== 1) return undefined
+  const ref = (value as Record<string, unknown>).Ref
+  if (typeof ref === 'string') return { entity: ref, source: 'ResourceReference' }
+  const getAtt = (value as Record<string, unknown>)['Fn::GetAtt']
+  if (Array.isArray(getAtt) && typeof getAtt[0] === 'string') {
+    return { entity: getAtt.join('.'), source: 'ResourceAttribute' }
+  }
+  return undefined
+}
+
+/**
+ * Each reference in `value` to a resource of `churned` (one this change set adds or removes),
+ * and the value with those references blanked: two values equal once blanked differ only in
+ * which of those resources they name.
+ */
+const blankReferences = (
+  value: unknown,
+  churned: ReadonlySet<string>,
+  found: { entity: string; source: string }[],
+): unknown => {
+  const reference = referenceOf(value)
+  if (reference && churned.has(reference.entity.split('.')[0] as string)) {
+    found.push(reference)
+    return '<reference>'
+  }
+  if (Array.isArray(value)) return value.map((item) => blankReferences(item, churned, found))
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, blankReferences(item, churned, found)]),
+    )
+  }
+  return value
+}
+
+/**
+ * How a property's change is reported: made by the template itself (DirectModification), or only
+ * because it names a resource this change set adds in place of another (a new Lambda version: a
+ * reference to it, with CausingEntity `LogicalId` or `LogicalId.Attribute`, as DescribeChangeSet
+ * names the entity that triggered a change).
+ */
+const sources = (
+  before: unknown,
+  after: unknown,
+  churn: Churn,
+): Pick<ChangeDetail, 'ChangeSource' | 'CausingEntity'>[] => {
+  const referenced: { entity: string; source: string }[] = []
+  const blankBefore = blankReferences(before, churn.churned, [])
+  const blankAfter = blankReferences(after, churn.churned, referenced)
+  const causes = referenced.filter((r) => churn.added.has(r.entity.split('.')[0] as string))
+  if (!same(blankBefore, blankAfter) || causes.length === 0) {
+    return [{ ChangeSource: 'DirectModification' }]
+  }
+  const unique = new Map(causes.map((cause) => [cause.entity, cause]))
+  return [...unique.values()].map((cause) => ({
+    ChangeSource: cause.source,
+    CausingEntity: cause.entity,
+  }))
+}
+
 const modification = (
   logicalId: string,
-  before: TemplateResource,
-  after: TemplateResource,
+  [before, after]: [TemplateResource, TemplateResource],
   replaces: ReplacementRule,
+  churn: Churn,
 ): ResourceChange | undefined => {
   const details: ChangeDetail[] = []
   const scope = new Set<string>()
@@ -57,18 +126,21 @@ const modification = (
     ...Object.keys(after.Properties ?? {}),
   ])
   for (const name of [...names].sort()) {
-    if (same(before.Properties?.[name], after.Properties?.[name])) continue
+    const [was, is] = [before.Properties?.[name], after.Properties?.[name]]
+    if (same(was, is)) continue
     const attribute = name === 'Tags' ? 'Tags' : 'Properties'
     scope.add(attribute)
-    details.push({
-      Target: {
-        Attribute: attribute,
-        Name: name,
-        RequiresRecreation: RECREATION[replaces(after.Type, name)],
-      },
-      Evaluation: 'Static',
-      ChangeSource: 'DirectModification',
-    })
+    for (const source of sources(was, is, churn)) {
+      details.push({
+        Target: {
+          Attribute: attribute,
+          Name: name,
+          RequiresRecreation: RECREATION[replaces(after.Type, name)],
+        },
+        Evaluation: 'Static',
+        ...source,
+      })
+    }
   }
   for (const attribute of ATTRIBUTES) {
     if (same(before[attribute], after[attribute])) continue
@@ -108,6 +180,8 @@ export const templateChanges = (
   const before = deployed?.Resources ?? {}
   const after = planned.Resources ?? {}
   const changes: ResourceChange[] = []
+  const added = new Set(Object.keys(after).filter((id) => !(id in before)))
+  const churned = new Set([...added, ...Object.keys(before).filter((id) => !(id in after))])
   for (const [logicalId, resource] of Object.entries(after)) {
     const old = before[logicalId]
     if (!old) {
@@ -122,7 +196,7 @@ export const templateChanges = (
       })
       changes.push({ Action: 'Add', LogicalResourceId: logicalId, ResourceType: resource.Type })
     } else {
-      const modified = modification(logicalId, old, resource, replaces)
+      const modified = modification(logicalId, [old, resource], replaces, { churned, added })
       if (modified) changes.push(modified)
     }
   }

@@ -170,6 +170,57 @@ describe('the approver’s summary of a plan', () => {
     )
   })
 
+  it('keeps an IAM change that follows a new version in IAM, and a metadata-only change routine', () => {
+    const follows = {
+      Target: { Attribute: 'Properties', Name: 'PolicyDocument', RequiresRecreation: 'Never' },
+      Evaluation: 'Static',
+      ChangeSource: 'ResourceAttribute',
+      CausingEntity: 'FnCurrentVersionNEW.Version',
+    }
+    const kinds = classify({
+      StackName: 's',
+      Changes: [
+        {
+          ResourceChange: {
+            Action: 'Add',
+            LogicalResourceId: 'FnCurrentVersionNEW',
+            ResourceType: 'AWS::Lambda::Version',
+          },
+        },
+        {
+          ResourceChange: {
+            Action: 'Modify',
+            LogicalResourceId: 'InvokePolicy',
+            ResourceType: 'AWS::IAM::Policy',
+            Details: [follows],
+          },
+        },
+        {
+          ResourceChange: {
+            Action: 'Modify',
+            LogicalResourceId: 'Alarm',
+            ResourceType: 'AWS::CloudWatch::Alarm',
+            Details: [{ ...follows, Target: { ...follows.Target, Name: 'Dimensions' } }],
+          },
+        },
+        {
+          ResourceChange: {
+            Action: 'Modify',
+            LogicalResourceId: 'Table',
+            ResourceType: 'AWS::DynamoDB::Table',
+            Details: [detail('', 'Never', 'Metadata')],
+          },
+        },
+      ],
+    }).map(({ logicalId, kind, action }) => `${kind}:${action}:${logicalId}`)
+    expect(kinds).toEqual([
+      'routine:Add:FnCurrentVersionNEW',
+      'security:Modify:InvokePolicy',
+      'routine:Follows:Alarm',
+      'routine:Metadata:Table',
+    ])
+  })
+
   it('keeps a table intact whatever a name holds', () => {
     const odd = renderPlanSummary({
       title: 'a | b',

@@ -90,6 +90,54 @@ describe('a change set made from two templates', () => {
     ])
   })
 
+  it('reports a property that only names the new Lambda version as caused by it, not as a change', () => {
+    const version = (id: string) => ({ Type: 'AWS::Lambda::Version', Properties: { x: id } })
+    const alarm = (versionId: string, threshold: number) => ({
+      Type: 'AWS::CloudWatch::Alarm',
+      Properties: {
+        Threshold: threshold,
+        Dimensions: [{ Name: 'ExecutedVersion', Value: { 'Fn::GetAtt': [versionId, 'Version'] } }],
+      },
+    })
+    const before = { Resources: { VersionOld: version('a'), Alarm: alarm('VersionOld', 1) } }
+    const follows = templateChanges(
+      's',
+      before,
+      { Resources: { VersionNew: version('b'), Alarm: alarm('VersionNew', 1) } },
+      rule,
+    )
+    const modified = follows.Changes?.find((c) => c.ResourceChange?.Action === 'Modify')
+    expect(modified?.ResourceChange?.Details).toEqual([
+      expect.objectContaining({
+        ChangeSource: 'ResourceAttribute',
+        CausingEntity: 'VersionNew.Version',
+      }),
+    ])
+    expect(classify(follows).find((c) => c.logicalId === 'Alarm')).toMatchObject({
+      kind: 'routine',
+      action: 'Follows',
+    })
+    // The same swap with the alarm's own threshold changed too: a change the approver sees.
+    const changed = templateChanges(
+      's',
+      before,
+      { Resources: { VersionNew: version('b'), Alarm: alarm('VersionNew', 5) } },
+      rule,
+    )
+    expect(classify(changed).find((c) => c.logicalId === 'Alarm')).toMatchObject({
+      kind: 'change',
+      properties: ['Dimensions', 'Threshold'],
+    })
+    // A reference to a resource that stays (not added by this change set) is the template's own change.
+    const moved = templateChanges(
+      's',
+      { Resources: { A: version('a'), B: version('b'), Alarm: alarm('A', 1) } },
+      { Resources: { A: version('a'), B: version('b'), Alarm: alarm('B', 1) } },
+      rule,
+    )
+    expect(classify(moved).find((c) => c.logicalId === 'Alarm')?.kind).toBe('change')
+  })
+
   it('takes replacement from the pinned CDK CLI’s resource specification', () => {
     const cdk = cdkReplacementRule()
     expect(cdk('AWS::DynamoDB::Table', 'TableName')).toBe('yes')
