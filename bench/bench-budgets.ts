@@ -1,5 +1,5 @@
-import { OPERATION_FACTS } from '#functions/operation-facts.ts'
-import type { FunctionBudget } from '#shared/config/operation-facts-config.ts'
+import type { FunctionBudget } from '#functions/operation-fixture-types.ts'
+import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
 import type { Operation } from './support/bench-subjects.ts'
 
 /**
@@ -31,7 +31,7 @@ const AUTHORIZER_BUDGET: FunctionBudget = {
 const SHARED_GROWTH = { bundleBytes: 4_096, bundledModules: 4 } as const
 
 const budgetOf = (operation: Operation): FunctionBudget =>
-  operation === 'authorizer' ? AUTHORIZER_BUDGET : OPERATION_FACTS[operation].bench.budget
+  operation === 'authorizer' ? AUTHORIZER_BUDGET : OPERATION_FIXTURES[operation].bench.budget
 
 export interface MeasuredFacts {
   /** undefined when instructions were not counted (no valgrind, or BENCH_INSTRUCTIONS=0). */
@@ -85,4 +85,35 @@ export const budgetProblems = (operation: Operation, measured: MeasuredFacts): s
     )
   }
   return problems
+}
+
+/**
+ * Functions that serve no request (the automatic block runs a few times a minute, and per
+ * delivery of the access log under a flood): only what their bundles weigh is budgeted, as
+ * deployed (the production stage's assets).
+ */
+export const BACKGROUND_BUDGETS: Record<
+  string,
+  Pick<FunctionBudget, 'bundleBytes' | 'bundledModules'>
+> = {
+  'address-block': { bundleBytes: 410_000, bundledModules: 590 },
+}
+
+/** Every way a background function's bundle breaks its budget, as sentences. */
+export const backgroundBudgetProblems = (
+  service: string,
+  measured: Pick<MeasuredFacts, 'bundleBytes' | 'bundledModules'>,
+): string[] => {
+  const budget = BACKGROUND_BUDGETS[service]
+  if (!budget) return [`${service}: no budget in BACKGROUND_BUDGETS`]
+  return [
+    ...(measured.bundleBytes > budget.bundleBytes
+      ? [`${service}: bundleBytes ${measured.bundleBytes} is over its budget ${budget.bundleBytes}`]
+      : []),
+    ...(measured.bundledModules > budget.bundledModules
+      ? [
+          `${service}: bundledModules ${measured.bundledModules} is over its budget ${budget.bundledModules}`,
+        ]
+      : []),
+  ]
 }

@@ -4,17 +4,20 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { build } from 'esbuild'
-import { OPERATION_FACTS } from '#functions/operation-facts.ts'
+import { ADDRESS_BLOCK_OPERATION } from '#functions/address-block/address-block-dependencies.ts'
+import { ADDRESS_BLOCK_ENTRY } from '#functions/function-entries.ts'
+import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
 import { BUNDLE_FILE, FUNCTION_BUNDLING } from '#infra/config/bundling-config.ts'
 import { REPO_ROOT } from '#infra/constructs/petstore-function-construct.ts'
 import { routeOf } from '#shared/config/routes-config.ts'
 import { restEvent, tokenAuthorizerEvent } from '#test/support/api-gateway-events.ts'
-import { budgetProblems } from './bench-budgets.ts'
+import { backgroundBudgetProblems, budgetProblems } from './bench-budgets.ts'
 import { percentile } from './bench-stats.ts'
 import { type CostInput, costSection, syncCostSection } from './cost-estimate.ts'
 import {
   type BundleFacts,
   baselineOf,
+  deployedBackgroundBundle,
   deployedFunctions,
   floorsFor,
   type Operation,
@@ -89,7 +92,7 @@ const eventsFile = (operation: Operation): string => {
           restEvent({
             method: routeOf(operation).method,
             resource: routeOf(operation).path,
-            ...OPERATION_FACTS[operation].bench.event,
+            ...OPERATION_FIXTURES[operation].bench.event,
           }),
         ]
   const file = join(work, `events-${operation}.json`)
@@ -353,6 +356,22 @@ const main = async (): Promise<number> => {
       ...f,
     })
   }
+  const background = await deployedBackgroundBundle(
+    work,
+    ADDRESS_BLOCK_OPERATION,
+    ADDRESS_BLOCK_ENTRY,
+  )
+  problems.push(
+    ...backgroundBudgetProblems(ADDRESS_BLOCK_OPERATION, {
+      bundleBytes: background.bytes,
+      bundledModules: background.modules,
+    }),
+  )
+  lines.push(
+    '',
+    `Background functions (bundles only): ${ADDRESS_BLOCK_OPERATION} ${(background.bytes / 1024).toFixed(1)} KB, ${background.modules} modules.`,
+  )
+  log(`${ADDRESS_BLOCK_OPERATION}: ${background.bytes} B, ${background.modules} modules`)
   lines.push(
     '',
     ...(await localThroughput(
@@ -383,7 +402,7 @@ const main = async (): Promise<number> => {
   }
   if (problems.length > 0) {
     log(
-      `\nbudgets (each operation's bench.budget in functions/<fn>/<fn>-operation.ts, the authorizer's in bench/bench-budgets.ts) broken:\n- ${problems.join('\n- ')}`,
+      `\nbudgets (each operation's bench.budget in functions/<fn>/<fn>-fixtures.ts, the authorizer's in bench/bench-budgets.ts) broken:\n- ${problems.join('\n- ')}`,
     )
     return 1
   }

@@ -11,3 +11,5 @@ export const functionEntry = (route: Pick<RouteDefinition, 'functionName'>): str
 export const AUTHORIZER_ENTRY = 'functions/authorizer/authorizer-lambda.ts'
 
 export const KEY_SYNC_ENTRY = 'functions/key-sync/key-sync-lambda.ts'
+
+export const ADDRESS_BLOCK_ENTRY = 'functions/address-block/address-block-lambda.ts'

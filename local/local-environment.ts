@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { join, resolve } from 'node:path'
+import { ADDRESS_BLOCK_ENV } from '#functions/address-block/address-block-dependencies.ts'
 import { keptSecret } from '#local/control-plane/kept-secret-file.ts'
 import { formatMacSecrets, type MacSecrets } from '#shared/auth/project-key.ts'
 import { CLIENT_LIMITS_VARIABLE, IN_PROCESS } from '#shared/data/dynamo-client.ts'
@@ -12,6 +13,8 @@ export const LOCAL_TABLES = {
   idempotency: 'petstore-local-idempotency',
   keyMirror: 'petstore-local-key-mirror',
   storeKeys: 'petstore-local-store-keys',
+  /** The automatic block's counts and blocks (functions/address-block). */
+  addressBlocks: 'petstore-local-address-blocks',
 }
 
 export interface LocalEnvironmentOptions {
@@ -37,7 +40,8 @@ export type LocalTableNames = typeof LOCAL_TABLES
  * The tables of one local server. The embedded DynamoDB lives in the data directory, so the names
  * can be fixed. On an external DynamoDB (`DYNAMODB_ENDPOINT`) the key mirror belongs to one control
  * plane, as on AWS it belongs to one stage: each data directory gets a mirror of its own, or one
- * server's sync would remove the other's keys. A server with its data in memory keeps nothing, so
+ * server's sync would remove the other's keys (and a table of automatic blocks of its own, as its
+ * blocks are of its own edge). A server with its data in memory keeps nothing, so
  * there every table is its own (servers one after another on DynamoDB Local start empty).
  */
 export const localTableNames = (dataDir: string, embedded: boolean): LocalTableNames => {
@@ -50,6 +54,7 @@ export const localTableNames = (dataDir: string, embedded: boolean): LocalTableN
       idempotency: `${LOCAL_TABLES.idempotency}-${suffix}`,
       keyMirror: `${LOCAL_TABLES.keyMirror}-${suffix}`,
       storeKeys: `${LOCAL_TABLES.storeKeys}-${suffix}`,
+      addressBlocks: `${LOCAL_TABLES.addressBlocks}-${suffix}`,
     }
   }
   const owner = createHash('sha256').update(resolve(dataDir)).digest('hex').slice(0, 12)
@@ -58,6 +63,7 @@ export const localTableNames = (dataDir: string, embedded: boolean): LocalTableN
     ...LOCAL_TABLES,
     keyMirror: `${LOCAL_TABLES.keyMirror}-${owner}`,
     storeKeys: `${LOCAL_TABLES.storeKeys}-${owner}`,
+    addressBlocks: `${LOCAL_TABLES.addressBlocks}-${owner}`,
   }
 }
 
@@ -83,6 +89,7 @@ export const localFunctionEnvironment = (
     IDEMPOTENCY_TABLE_NAME: tables.idempotency,
     KEY_MIRROR_TABLE_NAME: tables.keyMirror,
     STORE_KEY_TABLE_NAME: tables.storeKeys,
+    [ADDRESS_BLOCK_ENV.table]: tables.addressBlocks,
     CURSOR_SECRET: cursorSecret,
     KEY_MAC_SECRETS: formatMacSecrets(macSecrets),
     POOL_USAGE_KEY: poolKey,

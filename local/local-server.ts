@@ -1,67 +1,38 @@
 import { mkdir } from 'node:fs/promises'
 import { createServer, type RequestListener, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
-import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
-import { KeyUsageRepository } from '#keys/key-usage-repository.ts'
 import { controlSecretCredentials } from '#keys/local-control-config.ts'
-import { StoreKeyRepository } from '#keys/store-key-repository.ts'
-import { loadBundleFunctions } from '#local/bundles/bundle-functions.ts'
 import {
   bootstrapControlPlane,
   type LocalKeys,
-  localOutputs,
-  localUsagePlanOf,
 } from '#local/control-plane/control-plane-bootstrap.ts'
-import {
-  createControlPlaneHandler,
-  MANAGEMENT_API_PATH,
-  withControlPaths,
-} from '#local/control-plane/control-plane-handler.ts'
-import { keyUsageEndpoint } from '#local/control-plane/control-plane-key-usage.ts'
+import { MANAGEMENT_API_PATH } from '#local/control-plane/control-plane-handler.ts'
 import { localControlSecret } from '#local/control-plane/control-plane-secret.ts'
 import { ControlPlaneStore } from '#local/control-plane/control-plane-store.ts'
-import { storeKeysEndpoint } from '#local/control-plane/control-plane-store-keys.ts'
 import {
   LOCAL_KEY_SYNC_INTERVAL_MS,
   type LocalKeySync,
   startLocalKeySync,
 } from '#local/control-plane/local-key-sync-runner.ts'
-import { withApiReference } from '#local/gateway/api-reference-route.ts'
-import { AuthorizerCache } from '#local/gateway/authorizer-cache.ts'
+import { type LocalIam, localIamFor } from '#local/deployed-iam/local-iam.ts'
+import {
+  type LocalAddressBlockView,
+  type LocalEdgeSettings,
+  localStageEdge,
+} from '#local/edge/local-stage-edge.ts'
 import { clientErrorAnswer } from '#local/gateway/client-error.ts'
 import { refuseTunnel } from '#local/gateway/gateway-http.ts'
-import {
-  createLocalGateway,
-  type ProxyHandler,
-  type TokenAuthorizer,
-} from '#local/gateway/local-gateway.ts'
-import { noteKeyId, type RequestLogWriter, withRequestLog } from '#local/gateway/request-log.ts'
-import { secretDigest } from '#local/gateway/secret-digest.ts'
-import { type BackstopFor, UsagePlanThrottle } from '#local/gateway/usage-plan-throttle.ts'
-import { formatMacSecrets, type MacSecrets } from '#shared/auth/project-key.ts'
-import { API_VERSION_PATH, ROUTES } from '#shared/config/routes-config.ts'
+import type { RequestLogWriter } from '#local/gateway/request-log.ts'
+import type { BackstopFor } from '#local/gateway/usage-plan-throttle.ts'
+import type { MacSecrets } from '#shared/auth/project-key.ts'
+import { API_VERSION_PATH } from '#shared/config/routes-config.ts'
 import { createDocumentClient, dynamoConfigFromEnv } from '#shared/data/dynamo-client.ts'
-import { KeyMirrorReader } from '#shared/data/key-mirror-reader.ts'
-import {
-  idempotencyTableDefinition,
-  keyMirrorTableDefinition,
-  petTableDefinition,
-  rateLimitTableDefinition,
-  storeKeyTableDefinition,
-} from '#shared/data/table-keys.ts'
-import type { AppLogger } from '#shared/observability/logger.ts'
+import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import { type Clock, systemClock, systemTimers, type Timers } from '#shared/time/clock.ts'
 import { type DataDirLock, lockDataDir } from './data-dir-lock.ts'
-import {
-  type EmbeddedDynamo,
-  ensureTable,
-  IN_MEMORY,
-  startEmbeddedDynamo,
-} from './embedded-dynamo.ts'
+import { type EmbeddedDynamo, IN_MEMORY, startEmbeddedDynamo } from './embedded-dynamo.ts'
 import type { LocalConfig } from './local-config.ts'
 import {
   type LocalTableNames,
@@ -70,14 +41,15 @@ import {
   localKeyMacSecrets,
   localTableNames,
 } from './local-environment.ts'
+import { loadFunctions } from './local-functions.ts'
+import { listenerFor } from './local-listener.ts'
+import { localTableDefinitions, prepareLocalTables } from './local-tables.ts'
 
 /**
  * The whole API on one machine, as a library (`npm start` is its CLI): starts the embedded
  * DynamoDB (or uses config.dynamoEndpoint), creates the tables, gives the Lambda entries the
  * environment they get on AWS, and serves them behind the local gateway at http://HOST:PORT/v1.
  */
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 
 export interface LocalServer {
   /** http://HOST:PORT/v1 with the port actually bound (PORT=0 picks a free one). */
@@ -95,46 +67,18 @@ export interface LocalServer {
   endpoint: string
   /** True when the endpoint is the embedded DynamoDB of this server. */
   embedded: boolean
+  /**
+   * The local edge's automatic block (local/edge/local-stage-edge.ts): its IP sets in the local
+   * WAF, the access log's subscription, and the function's runs.
+   */
+  addressBlock: LocalAddressBlockView
+  /**
+   * Every DynamoDB request a function's deployed role would refuse (and so was refused), each with
+   * its fix; none for a server without the check (against AWS's own DynamoDB).
+   */
+  iamDenials(): readonly string[]
   /** Stops accepting, lets in-flight requests finish, then closes the embedded DynamoDB. */
   stop(): Promise<void>
-}
-
-/** How many servers this process started: each after the first loads fresh function instances. */
-let serversStarted = 0
-
-/**
- * The URL of a Lambda entry module for the n-th server of this process. An entry builds its
- * dependencies from the environment once, at import, as a Lambda instance does at its cold start;
- * a second server in one process (tests run many) gets instances of its own, by a URL of its own,
- * so its functions read its tables and endpoint, not the first server's. `npm start` runs one.
- */
-const entryUrl = (entry: string, server: number): string => {
-  const url = pathToFileURL(join(ROOT, entry))
-  if (server > 1) url.searchParams.set('server', String(server))
-  return url.href
-}
-
-const loadSourceHandlers = async (server: number) => {
-  // The same entry modules Lambda loads, imported after their environment is in place.
-  const entries = await Promise.all(
-    ROUTES.map(async (route) => {
-      const module = (await import(entryUrl(functionEntry(route), server))) as {
-        handler: ProxyHandler
-      }
-      return [route.operationId, module.handler] as const
-    }),
-  )
-  // The authorizer's own entry too: it reads the key mirror (KEY_MIRROR_TABLE_NAME), as on AWS.
-  const authorizer = (await import(entryUrl(AUTHORIZER_ENTRY, server))) as {
-    handler: TokenAuthorizer
-  }
-  return {
-    handlers: Object.fromEntries(entries) as Record<
-      (typeof ROUTES)[number]['operationId'],
-      ProxyHandler
-    >,
-    authorizer: authorizer.handler,
-  }
 }
 
 const listen = (server: Server, config: LocalConfig) =>
@@ -143,15 +87,15 @@ const listen = (server: Server, config: LocalConfig) =>
     server.listen(config.port, config.host, () => resolveListen(server.address() as AddressInfo))
   })
 
-interface StartLocalSettings {
+interface StartLocalSettings extends LocalEdgeSettings {
   /** Another usage-plan backstop than the deployed one (tests force the gateway's own 429s). */
   backstopFor?: BackstopFor
-  /** Failed authentications per address and minute before it is refused (tests raise it). */
-  failedAuthLimit?: number
   /** The local key sync's schedule in ms; 0: only on changes (tests drive the runs). */
   keySyncIntervalMs?: number
   /** Where one line per request goes (local/gateway/request-log.ts); npm start: its terminal. */
   requestLog?: RequestLogWriter
+  /** Told of each request a function's role refused, with its fix; default: the logger. */
+  onIamDenied?: (message: string) => void
 }
 
 /**
@@ -219,27 +163,19 @@ const prepareDatastore = async (
   })
   Object.assign(process.env, environment)
 
-  const admin = new DynamoDBClient({ endpoint })
-  await ensureTable(admin, petTableDefinition(tables.pets))
-  await ensureTable(admin, rateLimitTableDefinition(tables.rateLimits))
-  await ensureTable(admin, idempotencyTableDefinition(tables.idempotency))
-  await ensureTable(admin, keyMirrorTableDefinition(tables.keyMirror))
-  await ensureTable(admin, storeKeyTableDefinition(tables.storeKeys))
-  admin.destroy()
-  return environment
-}
-
-/**
- * The functions the gateway invokes: the TypeScript entries in this process, or (config.bundles)
- * the bundles of a cloud assembly, each in a process of its own as Lambda runs them.
- */
-const loadFunctions = async (config: LocalConfig, environment: Record<string, string>) => {
-  if (!config.bundles) {
-    serversStarted += 1
-    return { ...(await loadSourceHandlers(serversStarted)), bundles: undefined }
+  const client = new DynamoDBClient({ endpoint })
+  const definitions = localTableDefinitions(tables)
+  try {
+    await prepareLocalTables({
+      client,
+      definitions,
+      embeddedDataDir: embedded && config.dataDir !== IN_MEMORY ? config.dataDir : undefined,
+      endpoint,
+    })
+  } finally {
+    client.destroy()
   }
-  const bundles = await loadBundleFunctions(config.bundles, environment)
-  return { handlers: bundles.handlers, authorizer: bundles.authorizer, bundles }
+  return { environment, definitions }
 }
 
 /** The HTTP server the gateway and the control plane share, set as API Gateway behaves. */
@@ -286,93 +222,75 @@ const closeServer = async (server: Server) => {
   })
 }
 
-/** The control plane on the local store, its key sync and the mirror the authorizer reads. */
-const controlPlaneFor = ({
-  store,
-  authorizerCache,
-  usagePlanThrottle,
-  documentClient,
-  tables,
-  logger,
-  clock,
-  controlSecret,
-  keySync,
-  baseUrl,
-  macSecrets,
-}: {
-  store: ControlPlaneStore
-  authorizerCache: AuthorizerCache
-  usagePlanThrottle: UsagePlanThrottle
-  documentClient: ReturnType<typeof createDocumentClient>
-  tables: LocalTableNames
-  logger: AppLogger
-  clock: Clock
-  controlSecret: string
-  keySync: () => LocalKeySync | undefined
-  baseUrl: () => string
-  macSecrets: MacSecrets
-}) => {
-  const mirror = new KeyMirrorReader({
-    client: documentClient,
-    tableName: tables.keyMirror,
-    logger,
-  })
-  return createControlPlaneHandler({
-    store,
-    flushAuthorizerCache: () => authorizerCache.clear(),
-    usedToday: (value) => usagePlanThrottle.usedToday(secretDigest(value)),
-    runKeySync: (confirmRemovals) => {
-      const sync = keySync()
-      if (!sync) return Promise.reject(new Error('The key sync has not started yet'))
-      return confirmRemovals ? sync.confirm(confirmRemovals) : sync.run()
-    },
-    heldRemovals: () =>
-      keySync()?.held() ?? Promise.reject(new Error('The key sync has not started yet')),
-    mirrorItem: (keyHash) => mirror.get(keyHash),
-    keyUsage: keyUsageEndpoint(
-      new KeyUsageRepository({
-        client: documentClient,
-        tableName: tables.rateLimits,
-        clock,
-      }),
-    ),
-    storeKeys: storeKeysEndpoint(
-      new StoreKeyRepository({ client: documentClient, tableName: tables.storeKeys, logger }),
-    ),
-    keyMacSecrets: () => formatMacSecrets(macSecrets),
-    outputs: () => localOutputs(store, baseUrl()),
-    clock,
-    secret: controlSecret,
-    onError: (message, error) => logger.error(message, { error }),
-  })
-}
-
 /** The DynamoDB the functions use (embedded or config's), its tables, and the functions. */
 const startDatastoreAndFunctions = async (
   config: LocalConfig,
-  keys: { macSecrets: MacSecrets; poolKey: string },
+  {
+    keys,
+    onIamDenied,
+  }: { keys: { macSecrets: MacSecrets; poolKey: string }; onIamDenied: (message: string) => void },
 ) => {
   const embedded: EmbeddedDynamo | undefined = config.dynamoEndpoint
     ? undefined
     : await startEmbeddedDynamo(config.dataDir)
   const endpoint = config.dynamoEndpoint ?? (embedded?.endpoint as string)
   const tables = localTableNames(config.dataDir, embedded !== undefined)
+  let iam: LocalIam | undefined
   try {
-    const environment = await prepareDatastore(config, {
+    const { environment, definitions } = await prepareDatastore(config, {
       endpoint,
       embedded: embedded !== undefined,
       tables,
       ...keys,
     })
-    return {
-      embedded,
-      endpoint,
+    iam = await localIamFor(config, {
+      upstream: endpoint,
+      environment,
       tables,
-      functions: await loadFunctions(config, environment),
+      definitions,
+      onDenied: onIamDenied,
+    })
+    const unenforced = iam?.unresolved() ?? []
+    // A managed policy or boundary the templates name but do not hold is not enforced here.
+    if (unenforced.length > 0) {
+      process.emitWarning(`IAM: unenforced locally, not in the templates: ${unenforced.join('; ')}`)
     }
+    const functions = await loadFunctions(config, environment, iam)
+    const guard = iam?.guard
+    const close = async () => {
+      await functions.bundles?.stop()
+      await guard?.close()
+      await embedded?.close()
+    }
+    return { embedded, endpoint, tables, iam, functions, close }
   } catch (error) {
+    await iam?.guard.close()
     await embedded?.close()
     throw error
+  }
+}
+
+/**
+ * The DynamoDB clients of the server itself: the control plane's view of the key mirror, and the
+ * key sync's, behind its role (the key sync's bundle has its own endpoint).
+ */
+const serverClients = (iam: LocalIam | undefined) => {
+  const documentClient = createDocumentClient(dynamoConfigFromEnv(process.env))
+  const keySyncClient = iam
+    ? createDocumentClient(
+        dynamoConfigFromEnv({
+          ...process.env,
+          DYNAMODB_ENDPOINT: iam.guard.endpointFor(KEY_SYNC_OPERATION),
+        }),
+      )
+    : documentClient
+  return {
+    documentClient,
+    keySyncClient,
+    destroy: () => {
+      documentClient.destroy()
+      keySyncClient.destroy()
+    },
   }
 }
 
@@ -387,63 +305,47 @@ const startOn = async (
   const macSecrets = await localKeyMacSecrets(config.dataDir)
   const keys = await bootstrapControlPlane(store, { ...config, macSecrets })
   const controlSecret = await localControlSecret(config.dataDir, config.controlSecret)
-  const datastore = await startDatastoreAndFunctions(config, { ...keys, macSecrets })
-  const { embedded, endpoint, tables, functions } = datastore
-  const { handlers, authorizer, bundles } = functions
   const { logger } = await import('#shared/observability/logger.ts')
+  const { embedded, endpoint, tables, functions, iam, close } = await startDatastoreAndFunctions(
+    config,
+    {
+      keys: { ...keys, macSecrets },
+      onIamDenied: options.onIamDenied ?? ((message) => logger.error(message)),
+    },
+  )
+  const { handlers, authorizer, bundles } = functions
 
   let baseHost: string | undefined
-  const authorizerCache = new AuthorizerCache({
-    ttlSeconds: config.authorizerCacheTtlSeconds,
+  const { documentClient, keySyncClient, destroy } = serverClients(iam)
+  const closeDatastore = () => Promise.resolve(destroy()).then(close)
+  const edge = localStageEdge(options, {
+    enterpriseLimits: config.enterpriseLimits,
+    documentClient,
+    tableName: tables.addressBlocks,
+    logger,
     clock,
+    timers: options.timers ?? systemTimers,
   })
-  const usagePlanThrottle = new UsagePlanThrottle({
-    clock,
-    ...(options.backstopFor ? { backstopFor: options.backstopFor } : {}),
-  })
-  const gateway = createLocalGateway({
-    handlers,
-    authorizer,
-    onError: (message, error) => logger.error(message, { error }),
-    authorizerCache,
-    usagePlanThrottle,
-    usagePlanOf: localUsagePlanOf(store),
-    ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.failedAuthLimit ? { failedAuthLimit: options.failedAuthLimit } : {}),
-    ...(config.corsAllowOrigin ? { corsAllowOrigin: config.corsAllowOrigin } : {}),
-    onAuthorized: noteKeyId,
-    baseHost: () => baseHost,
-  })
-  // The key sync's view of the mirror the authorizer reads, and the control plane's.
-  const documentClient = createDocumentClient(dynamoConfigFromEnv(process.env))
   let keySync: LocalKeySync | undefined
-  const controlPlane = controlPlaneFor({
+  const listener = listenerFor(config, options, {
     store,
-    authorizerCache,
-    usagePlanThrottle,
+    functions: { handlers, authorizer },
+    edge,
     documentClient,
     tables,
     logger,
     clock,
     controlSecret,
     keySync: () => keySync,
-    baseUrl: () => `http://${baseHost}${API_VERSION_PATH}`,
+    baseHost: () => baseHost,
     macSecrets,
   })
-  const served = withApiReference(withControlPaths(controlPlane, gateway), (message, error) =>
-    logger.error(message, { error }),
-  )
-  const listener = options.requestLog
-    ? withRequestLog(served, options.requestLog, options.clock)
-    : served
   const server = httpServerFor(listener, options)
   let address: AddressInfo
   try {
     address = await listen(server, config)
   } catch (error) {
-    documentClient.destroy()
-    await bundles?.stop()
-    await embedded?.close()
+    await closeDatastore()
     throw error
   }
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address
@@ -457,16 +359,15 @@ const startOn = async (
   const stop = async () => {
     await keySync?.stop()
     await closeServer(server)
-    await bundles?.stop()
-    documentClient.destroy()
-    await embedded?.close()
+    await edge.addressBlock.stop()
+    await closeDatastore()
     await lock?.release()
   }
   try {
     keySync = await startLocalKeySync({
       endpoint: managementEndpoint,
       credentials: controlSecretCredentials(controlSecret),
-      documentClient,
+      documentClient: keySyncClient,
       tableName: tables.keyMirror,
       logger,
       clock,
@@ -479,6 +380,11 @@ const startOn = async (
     store.onChange = (ids) => keySync?.changed(ids)
     // Every key works before the server is announced: the first sync has filled the mirror.
     await keySync.run()
+    await edge.start(
+      `http://${loopback}:${address.port}`,
+      controlSecretCredentials(controlSecret),
+      bundles && ((endpoint, env) => bundles.startAddressBlock(endpoint, controlSecret, env)),
+    )
   } catch (error) {
     await stop()
     throw error
@@ -493,6 +399,8 @@ const startOn = async (
     keySyncSettled: () => started.settled(),
     endpoint,
     embedded: embedded !== undefined,
+    addressBlock: edge.view,
+    iamDenials: () => iam?.guard.denials() ?? [],
     stop,
   }
 }

@@ -1,5 +1,6 @@
 import { AssemblyError } from './bundles/cloud-assembly-functions.ts'
 import { DataDirInUseError } from './data-dir-lock.ts'
+import { SynthesisError } from './deployed-iam/synthesized-stage.ts'
 import { type LocalConfig, LocalConfigError, readLocalConfig } from './local-config.ts'
 import { type LocalServer, startLocal } from './local-server.ts'
 import { startBanner } from './start-banner.ts'
@@ -44,14 +45,23 @@ const readConfigOrExit = (): LocalConfig => {
 const startOrExit = async (config: LocalConfig): Promise<LocalServer> => {
   try {
     // One line per request in this terminal (local/gateway/request-log.ts).
-    return await startLocal(config, { requestLog: (line) => process.stdout.write(`${line}\n`) })
+    return await startLocal(config, {
+      requestLog: (line) => process.stdout.write(`${line}\n`),
+      // A request a function's deployed role would refuse: AccessDenied, and the fix, here.
+      onIamDenied: (message) => process.stderr.write(`petstore: IAM: ${message}\n`),
+    })
   } catch (error) {
     if (error instanceof DataDirInUseError) {
       process.stderr.write(`petstore: ${error.message}\n`)
       process.exit(1)
     }
-    // An unusable key file is a malformed setting too, and so is an assembly that cannot run.
-    if (error instanceof LocalConfigError || error instanceof AssemblyError) {
+    // An unusable key file is a malformed setting too, and so is an assembly that cannot run or
+    // a CDK app that does not synthesize (the IAM the server enforces comes from its templates).
+    if (
+      error instanceof LocalConfigError ||
+      error instanceof AssemblyError ||
+      error instanceof SynthesisError
+    ) {
       process.stderr.write(`petstore: ${error.message}\n`)
       process.exit(2)
     }

@@ -15,8 +15,9 @@ import {
   IDEMPOTENT_REPLAYED_HEADER,
   IdempotencyKeySchema,
 } from '#shared/domain/idempotency-schema.ts'
-import { LIMIT_DEFAULT, LIMIT_MAX } from '#shared/domain/list-pets-query-schema.ts'
+import { ListPetsQuerySchema } from '#shared/domain/list-pets-query-schema.ts'
 import { Int64Schema, NewPetSchema } from '#shared/domain/new-pet-schema.ts'
+import { PetPathSchema } from '#shared/domain/pet-path-schema.ts'
 import { PET_STATUSES, PetIdSchema, PetSchema } from '#shared/domain/pet-schema.ts'
 import { ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
 import { ErrorSchema } from '#shared/errors/error-schema.ts'
@@ -53,6 +54,72 @@ const jsonSchemaOf = (schema: z.ZodMiniType, io: 'input' | 'output'): JsonSchema
 }
 
 const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` })
+
+type ZodDef = { type: string; in?: z.ZodMiniType; out?: z.ZodMiniType; checks?: ZodCheck[] }
+type ZodCheck = { _zod: { def: { check: string; value: unknown; inclusive?: boolean } } }
+const defOf = (schema: z.ZodMiniType): ZodDef =>
+  (schema as unknown as { _zod: { def: ZodDef } })._zod.def
+
+/** A bigint's bounds as JSON numbers, where a JSON number holds them exactly. */
+const bigintBounds = (checks: ZodCheck[] = []): JsonSchema => {
+  const bounds: JsonSchema = {}
+  for (const { _zod } of checks) {
+    const { check, value, inclusive } = _zod.def
+    if (typeof value !== 'bigint' || !inclusive) continue
+    if (value < BigInt(Number.MIN_SAFE_INTEGER) || value > BigInt(Number.MAX_SAFE_INTEGER)) continue
+    if (check === 'greater_than') bounds.minimum = Number(value)
+    if (check === 'less_than') bounds.maximum = Number(value)
+  }
+  return bounds
+}
+
+/**
+ * What a path or query value is, from the zod schema that validates it: as a client writes it,
+ * after the schema's parsing of the text (a number, an int64, a status) and before any
+ * conversion for the handler (the path's int64 handed over as a number).
+ */
+const parameterSchemaOf = (schema: z.ZodMiniType): JsonSchema => {
+  const def = defOf(schema)
+  if (def.type === 'pipe' && def.in && def.out && defOf(def.out).type === 'transform') {
+    return parameterSchemaOf(def.in)
+  }
+  if (def.type === 'pipe' && def.out && defOf(def.out).type === 'bigint') {
+    return parameterSchemaOf(def.out)
+  }
+  if (def.type === 'bigint')
+    return { type: 'integer', format: 'int64', ...bigintBounds(def.checks) }
+  const json = jsonSchemaOf(schema, 'output')
+  const { enum: values, ...rest } = json
+  if (JSON.stringify(values) === JSON.stringify(PET_STATUSES)) {
+    return {
+      ...ref('schemas', 'PetStatus'),
+      ...(rest.default === undefined ? {} : { default: rest.default }),
+    }
+  }
+  return json
+}
+
+/**
+ * An operation's path or query parameters, generated from the zod object that validates them, one
+ * per member, each with its description (a member without one fails the type-check).
+ */
+const parametersOf = <Shape extends Record<string, z.ZodMiniType>>(
+  schema: z.ZodMiniObject<Shape>,
+  location: 'path' | 'query',
+  descriptions: Record<keyof Shape & string, string>,
+) =>
+  (Object.entries(schema.shape) as [keyof Shape & string, z.ZodMiniType][]).map(
+    ([name, member]) => {
+      const optional = ['optional', 'default'].includes(defOf(member).type)
+      return {
+        name,
+        in: location,
+        ...(optional ? {} : { required: true }),
+        description: descriptions[name],
+        schema: parameterSchemaOf(member),
+      }
+    },
+  )
 
 const PET_DESCRIPTION = {
   name: "The pet's name: at least one non-whitespace character, at most 200.",
@@ -212,27 +279,12 @@ const listPets = () => ({
   summary: 'List pets',
   description:
     'A page of pets, optionally filtered by status (ordered by id when filtered). When more exist the response carries `Link: <...>; rel="next"` and `X-Next-Cursor`; the body stays a plain array.',
-  parameters: [
-    {
-      name: 'limit',
-      in: 'query',
-      description: 'Maximum number of pets returned.',
-      schema: { type: 'integer', minimum: 1, maximum: LIMIT_MAX, default: LIMIT_DEFAULT },
-    },
-    {
-      name: 'status',
-      in: 'query',
-      description: 'Only pets with this status.',
-      schema: ref('schemas', 'PetStatus'),
-    },
-    {
-      name: 'cursor',
-      in: 'query',
-      description:
-        'Opaque position from `X-Next-Cursor` (or the `next` link); only valid with the same `status`.',
-      schema: { type: 'string', minLength: 1, maxLength: 1024 },
-    },
-  ],
+  parameters: parametersOf(ListPetsQuerySchema, 'query', {
+    limit: 'Maximum number of pets returned.',
+    status: 'Only pets with this status.',
+    cursor:
+      'Opaque position from `X-Next-Cursor` (or the `next` link); only valid with the same `status`.',
+  }),
   responses: {
     200: {
       description: 'A page of pets.',
@@ -280,15 +332,7 @@ const getPet = () => {
     operationId: 'getPet',
     summary: 'Get a pet (deprecated)',
     description: `Deprecated: removed on ${sunset} (410 \`gone\` from then on). Use \`GET /pets\` with the \`status\` filter.`,
-    parameters: [
-      {
-        name: 'petId',
-        in: 'path',
-        required: true,
-        description: 'Id of the pet.',
-        schema: { type: 'integer', format: 'int64', minimum: 1 },
-      },
-    ],
+    parameters: parametersOf(PetPathSchema, 'path', { petId: 'Id of the pet.' }),
     responses: {
       200: {
         description: 'The pet.',

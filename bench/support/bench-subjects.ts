@@ -187,6 +187,40 @@ export const deployedFunctions = async (
 }
 
 /**
+ * A function of the production stage that serves no request, as `deployedFunctions` synthesized
+ * it into `work` (call that first): its deployed bundle's size, and its modules as the bench's own
+ * bundle of `entry` counts them (which must be the deployed one's size).
+ */
+export const deployedBackgroundBundle = async (
+  work: string,
+  service: string,
+  entry: string,
+): Promise<BundleFacts> => {
+  const outdir = join(work, 'cdk-out')
+  const templateFile = readdirSync(outdir).find((name) =>
+    /production-api\.template\.json$/.test(name),
+  )
+  const template = JSON.parse(readFileSync(join(outdir, templateFile ?? ''), 'utf8')) as {
+    Resources: Record<string, TemplateFunction>
+  }
+  const fn = Object.values(template.Resources).find(
+    (resource) =>
+      resource.Type === 'AWS::Lambda::Function' &&
+      resource.Properties.Environment?.Variables?.POWERTOOLS_SERVICE_NAME === service,
+  )
+  if (!fn) throw new Error(`no ${service} function in the production template`)
+  const dir = join(outdir, `asset.${fn.Properties.Code.S3Key.replace(/\.zip$/, '')}`)
+  const deployed = readFileSync(join(dir, BUNDLE_FILE)).length
+  const own = await bundleEntry(entry, join(work, `own-${service}`))
+  if (own.bytes !== deployed) {
+    throw new Error(
+      `${service}: the bench's bundle (${own.bytes} B) differs from the deployed one (${deployed} B)`,
+    )
+  }
+  return { ...own, bytes: deployed }
+}
+
+/**
  * Each function's floor: a bare handler making only that operation's SDK calls, at
  * `bench/floors/<fn>-floor.ts` (the authorizer's `authorizer-floor.ts`). A function without one
  * stops the bench, naming the file to write.

@@ -2,12 +2,8 @@ import { createHash } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import https from 'node:https'
 import { Readable } from 'node:stream'
-import { OPERATION_FACTS } from '#functions/operation-facts.ts'
-import type {
-  FakeAnswer,
-  FakeCallName,
-  FakeDynamoKit,
-} from '#shared/config/operation-facts-config.ts'
+import type { FakeAnswer, FakeCallName, FakeDynamoKit } from '#functions/operation-fixture-types.ts'
+import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
 import { routeOf } from '#shared/config/routes-config.ts'
 import type { Operation } from './bench-subjects.ts'
 
@@ -148,7 +144,7 @@ const page: FakeAnswer = (input) => {
   return { Items: items, Count: items.length, ScannedCount: items.length }
 }
 
-/** What a declaration's answers are made of: the rate limiter's counters stay low. */
+/** What the fixtures' answers are made of: the rate limiter's counters stay low. */
 const KIT: FakeDynamoKit = {
   pet: petItem,
   page,
@@ -157,13 +153,13 @@ const KIT: FakeDynamoKit = {
 
 /**
  * What DynamoDB answers each call an operation makes for the bench's event: each route's as its
- * folder declares it (`bench.dynamo` of `functions/<fn>/<fn>-operation.ts`), the authorizer's
+ * folder declares it (`bench.dynamo` of `functions/<fn>/<fn>-fixtures.ts`), the authorizer's
  * here. A call without an answer stops the bench, naming the operation and the call.
  */
 const answersOf = (operation: Operation): Partial<Record<FakeCallName, FakeAnswer>> =>
   operation === 'authorizer'
     ? { 'GetItem keyMirror': () => ({ Item: keyMirrorItem() }) }
-    : OPERATION_FACTS[operation].bench.dynamo(KIT)
+    : OPERATION_FIXTURES[operation].bench.dynamo(KIT)
 
 /** The first call the fake could not answer, if any: the bench stops on it (unansweredCall). */
 let unanswered: string | undefined
@@ -181,7 +177,7 @@ const answer = (action: string, input: Input): Record<string, unknown> | undefin
   const where =
     serving === undefined || serving === 'authorizer'
       ? "the authorizer's answers in bench/support/fake-dynamo-http.ts"
-      : `bench.dynamo of functions/${routeOf(serving).functionName}/${routeOf(serving).functionName}-operation.ts`
+      : `bench.dynamo of functions/${routeOf(serving).functionName}/${routeOf(serving).functionName}-fixtures.ts`
   unanswered ??= `${serving} made DynamoDB call ${action} on ${table}, which the bench's fake DynamoDB does not answer: add '${action} ${table}' to ${where} (DynamoDB's answer for the bench's event)`
   return undefined
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import autocannon from 'autocannon'
-import { OPERATION_FACTS } from '#functions/operation-facts.ts'
+import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
 import { INT32_MAX } from '#keys/usage-plan-numbers-config.ts'
 import type { readLocalConfig } from '#local/local-config.ts'
 import type { startLocal } from '#local/local-server.ts'
@@ -119,7 +119,7 @@ export const localThroughput = async (
     const scripts = requestScripts()
     for (const route of ROUTES) {
       // The request its folder declares (`bench.local`), with the route's method.
-      const request = OPERATION_FACTS[route.operationId].bench.local
+      const request = OPERATION_FIXTURES[route.operationId].bench.local
       for (const server of servers) {
         const result = await autocannon({
           url: request.path.includes(NEW_PET) ? server.baseUrl : `${server.baseUrl}${request.path}`,

@@ -13,5 +13,5 @@ export const listPetsDependencies = (
   env: NodeJS.ProcessEnv = process.env,
 ): ListPetsDependencies => ({
   ...petOperationDependencies('listPets', functionBase('listPets', env)),
-  cursors: new CursorCodec(requireEnv('CURSOR_SECRET', env)),
+  cursors: new CursorCodec(requireEnv('CURSOR_SECRET', env), 'listPets'),
 })

@@ -1,53 +1,24 @@
-import { limitsFor, PLAN_NAMES, type PlanLimits } from '#shared/config/plans-config.ts'
+import type { PlanLimits } from '#shared/config/plans-config.ts'
+import {
+  defaultEdgeNumbers,
+  type EdgeNumbers,
+  KEYED_ADDRESS_PLAN_MARGIN,
+  KEYED_ADDRESS_SHARE,
+  keyedPerAddressCeiling,
+  largestStagePlanPerMinute,
+  WAF_LIMIT_RANGE,
+  wafPerKeyLimit,
+} from '#shared/edge/edge-rules-config.ts'
 import type { StageContext } from './stage-context-reader.ts'
 
 /** The WAF's numbers for one stage (docs/operations.md, "Edge rules"). */
-export interface EdgeLimits {
+export interface EdgeLimits extends EdgeNumbers {
   /**
-   * Requests without a well-formed key one source address may send in WAF's 5-minute window
-   * before such requests from it are blocked (requests with a key and preflights are never
-   * counted by it).
+   * IPv4 CIDRs (a known egress of a large customer) that the per-address keyed and preflight
+   * rules skip and the automatic block never blocks.
    */
-  wafKeylessPer5Minutes: number
-  /**
-   * Requests with a key one source address may send in a minute, whichever keys and whether
-   * they are right: at most half of one method's stage throttle, so no single host can hold a
-   * method's token bucket, and at least three times the largest plan, so a customer behind a
-   * shared address (NAT, proxy) is never cut below it.
-   */
-  wafKeyedPerAddressPerMinute: number
-  /** IPv4 CIDRs (a known egress of a large customer) that the per-address keyed rule skips. */
   wafExemptAddresses: string[]
-  /**
-   * The largest per-minute limit a plan may have on this stage: the keys CLI refuses a
-   * per-customer plan above it (it reads the API stack's LargestPlanPerMinute output), and the
-   * WAF's per-key and per-address rules sit well above it, so no edge rule undercuts a plan the
-   * tools accept.
-   */
-  largestPlanPerMinute: number
 }
-
-const largestStagePlanPerMinute = (enterpriseLimits: PlanLimits): number =>
-  Math.max(...PLAN_NAMES.map((plan) => limitsFor(plan, enterpriseLimits).perMinute))
-
-/** WAF's bounds on a rate-based rule's limit per window ("Rate-based rule statement", AWS WAF docs). */
-export const WAF_LIMIT_RANGE = { min: 10, max: 2_000_000_000 } as const
-
-/**
- * The WAF per-key rule's limit: twice what a key of the largest plan may send in WAF's 5-minute
- * window. A key sending more than twice its per-minute limit in a minute is suspended by the
- * functions' limiter anyway (docs/rate-limits-and-keys.md), so the edge only drops what would be
- * refused.
- */
-export const wafPerKeyLimit = (largestPlanPerMinute: number): number => 2 * 5 * largestPlanPerMinute
-
-/**
- * The share of one method's stage throttle one address may take with keyed requests. Below 1,
- * so a host sending as fast as it can leaves the other half of every method's bucket to the
- * other clients; WAF looks back over the last minute about every 10 seconds
- * (RateBasedStatement.EvaluationWindowSec, AWS WAFV2 API Reference).
- */
-export const KEYED_ADDRESS_SHARE = 0.5
 
 /**
  * The stage throttle a WAF's keyed ceiling needs for the stage's own largest plan (requests a
@@ -59,24 +30,6 @@ export const edgeThrottleFloor = (enterpriseLimits: PlanLimits): number =>
     (largestStagePlanPerMinute(enterpriseLimits) * KEYED_ADDRESS_PLAN_MARGIN) /
       (60 * KEYED_ADDRESS_SHARE),
   )
-
-/**
- * How far the per-address ceiling sits above the largest plan: a plan's fixed UTC minute lets a
- * client send its whole minute at the end of one minute and again at the start of the next (2x
- * in WAF's sliding 60 s), and refused requests and retries count at the edge too (the third).
- */
-export const KEYED_ADDRESS_PLAN_MARGIN = 3
-
-/** The per-address keyed ceiling a stage throttle allows (requests a minute). */
-export const keyedPerAddressCeiling = (throttleRateLimit: number): number =>
-  Math.floor(throttleRateLimit * 60 * KEYED_ADDRESS_SHARE)
-
-/**
- * Requests without a well-formed key one address may send per 5 minutes: every one of them is
- * answered 401 without invoking anything, so this only caps what a flood costs in WAF
- * inspections and log lines; a client that forgot its key is told by its first 401.
- */
-export const WAF_KEYLESS_DEFAULT = 1_500
 
 /** An IPv4 address or CIDR block, as an AWS WAF IP set takes it. */
 const IPV4_CIDR =
@@ -141,13 +94,27 @@ export const edgeLimitsOf = (
         : `at most ${planRoom} (the stage throttle of ${throttleRateLimit}/s times 30 covers a plan's usage-plan backstop): raise throttleRateLimit first`,
     )
   }
+  const defaults = defaultEdgeNumbers(throttleRateLimit, enterpriseLimits)
   return {
     largestPlanPerMinute,
     wafKeyedPerAddressPerMinute,
     wafExemptAddresses: exemptAddressesOf(settings),
     wafKeylessPer5Minutes: settings.integer('wafKeylessPer5Minutes', {
-      fallback: WAF_KEYLESS_DEFAULT,
+      fallback: defaults.wafKeylessPer5Minutes,
       ...WAF_LIMIT_RANGE,
+    }),
+    // A customer's unauthorized answers come from a key it sends, at most at its plan's rate;
+    // above the keyed ceiling no address could reach it (the edge refuses the rest).
+    wafAutoBlockUnauthorizedPerMinute: settings.integer('wafAutoBlockUnauthorizedPerMinute', {
+      fallback: largestPlanPerMinute,
+      min: largestPlanPerMinute,
+      max: wafKeyedPerAddressPerMinute,
+      why: `a client of the largest plan (largestPlanPerMinute, ${largestPlanPerMinute}) with a revoked key gets that many 401s a minute; above wafKeyedPerAddressPerMinute (${wafKeyedPerAddressPerMinute}) no address reaches it`,
+    }),
+    wafAutoBlockMinutes: settings.integer('wafAutoBlockMinutes', {
+      fallback: defaults.wafAutoBlockMinutes,
+      min: 1,
+      max: 24 * 60,
     }),
   }
 }

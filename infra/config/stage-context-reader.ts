@@ -31,6 +31,8 @@ export const STAGE_SETTINGS = [
   'largestPlanPerMinute',
   'wafKeyedPerAddressPerMinute',
   'wafExemptAddresses',
+  'wafAutoBlockUnauthorizedPerMinute',
+  'wafAutoBlockMinutes',
   'authorizerReservedConcurrency',
   'apiGatewayCloudWatchRole',
   'corsAllowOrigin',

@@ -6,14 +6,18 @@ import type { StageConfig } from '#infra/config/stage-config.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import {
   API_VERSION_PATH,
+  indexDeclarationProblems,
+  indexesOfRoute,
   type OperationId,
   ROUTES,
+  type RouteDefinition,
   tableAccessOf,
 } from '#shared/config/routes-config.ts'
-import { TABLE_ACCESS_LEVELS } from '#shared/config/table-access-config.ts'
-import { PET_TABLE } from '#shared/data/table-keys.ts'
+import { type IndexDefinition, TABLE_INDEXES } from '#shared/config/table-indexes-config.ts'
 import { CORS_ALLOW_ORIGIN_VARIABLE } from '#shared/http/cors-headers.ts'
 import { PetstoreFunction, stageFunctionDefaults } from './petstore-function-construct.ts'
+
+// Every route's function, bound to the tables and indexes its route entry names and no more.
 
 export interface OperationFunctionsProps {
   config: StageConfig
@@ -21,6 +25,29 @@ export interface OperationFunctionsProps {
   rateLimitTable: ITable
   /** createPet's idempotency records. */
   idempotencyTable: ITable
+}
+
+/**
+ * The DynamoDB names of the indexes a route names on a table; a declaration its level cannot
+ * honour (indexes without an index-querying level, or such a level without indexes) stops the
+ * synthesis, naming the fix.
+ */
+const declaredIndexNames = (route: RouteDefinition, table: string): string[] => {
+  const problems = indexDeclarationProblems(route)
+  if (problems.length > 0) throw new Error(problems.join('\n'))
+  const indexes = TABLE_INDEXES[table as keyof typeof TABLE_INDEXES] as Record<
+    string,
+    IndexDefinition
+  >
+  return indexesOfRoute(route, table).map((name) => {
+    const index = indexes[name]
+    if (!index) {
+      throw new Error(
+        `${route.operationId} names index ${name} of ${table}, which shared/config/table-indexes-config.ts does not define: add it to TABLE_INDEXES.${table}`,
+      )
+    }
+    return index.indexName
+  })
 }
 
 const pascalCase = (operationId: string): string =>
@@ -35,12 +62,11 @@ export const addOperationFunctions = (
   { config, petTable, rateLimitTable, idempotencyTable }: OperationFunctionsProps,
 ): Record<OperationId, PetstoreFunction> => {
   const { stage } = config
-  // Each table an operation can name in the route table, the variable that carries its name,
-  // and the indexes a level with index grants (LIST) may query.
+  // Each table an operation can name in the route table and the variable that carries its name.
   const tables = {
-    pets: { table: petTable, envVar: 'TABLE_NAME', indexNames: [PET_TABLE.statusIndex.name] },
-    idempotency: { table: idempotencyTable, envVar: 'IDEMPOTENCY_TABLE_NAME', indexNames: [] },
-    rateLimits: { table: rateLimitTable, envVar: 'RATE_LIMIT_TABLE_NAME', indexNames: [] },
+    pets: { table: petTable, envVar: 'TABLE_NAME' },
+    idempotency: { table: idempotencyTable, envVar: 'IDEMPOTENCY_TABLE_NAME' },
+    rateLimits: { table: rateLimitTable, envVar: 'RATE_LIMIT_TABLE_NAME' },
   }
   const defaults = stageFunctionDefaults(config)
   const entries = ROUTES.map((route) => {
@@ -56,11 +82,11 @@ export const addOperationFunctions = (
       // them through, API Gateway adds none ("CORS for REST APIs in API Gateway", AWS docs).
       environment: { [CORS_ALLOW_ORIGIN_VARIABLE]: config.corsAllowOrigin },
     })
-    // Exactly the levels its route names (shared/config/routes-config.ts), rate limits included.
+    // Exactly the levels its route names (shared/config/routes-config.ts), rate limits included,
+    // index queries on exactly the indexes it names.
     for (const [name, access] of tableAccessOf(route)) {
-      const { table, envVar, indexNames } = tables[name]
-      const queriesIndexes = TABLE_ACCESS_LEVELS[access].some((grant) => grant.on === 'indexes')
-      fn.bindTable(table, access, { envVar, ...(queriesIndexes ? { indexNames } : {}) })
+      const { table, envVar } = tables[name]
+      fn.bindTable(table, access, { envVar, indexNames: declaredIndexNames(route, name) })
     }
     return [route.operationId, fn] as const
   })

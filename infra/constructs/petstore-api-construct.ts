@@ -7,6 +7,7 @@ import type { KeyMacSecret } from '#infra/config/key-mac-config.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
 import type { PlanName } from '#shared/config/plans-config.ts'
 import { API_VERSION_PATH, type OperationId } from '#shared/config/routes-config.ts'
+import { addAddressBlock } from './address-block-construct.ts'
 import { addApiKeyAuthorizer, addApiKeyAuthorizerFunction } from './api-key-authorizer-construct.ts'
 import { addRouteMethods } from './api-routes-construct.ts'
 import { addCursorSecret } from './cursor-secret-construct.ts'
@@ -51,12 +52,14 @@ export class PetstoreApi extends Construct {
   readonly functions: Record<OperationId, PetstoreFunction>
   readonly authorizerFunction: PetstoreFunction
   readonly keySyncFunction: PetstoreFunction
+  /** The automatic block (with the WAF): the access log's unauthorized answers to block lists. */
+  readonly addressBlockFunction: PetstoreFunction | undefined
   readonly usagePlans: Record<PlanName, UsagePlan>
   /** The pool plan and key store keys are metered under. */
   readonly pool: StoreKeyPool
   readonly accessLogGroup: LogGroup
   readonly domain: DomainName | undefined
-  /** The key of listPets' cursor tags, generated at deploy time per stage. */
+  /** The key of the listings' cursor tags, generated at deploy time per stage. */
   readonly cursorSecret: Secret
   readonly webAcl: WebAcl | undefined
   /** `https://.../v1`: the base address clients use. */
@@ -87,7 +90,7 @@ export class PetstoreApi extends Construct {
       rateLimitTable,
       idempotencyTable,
     })
-    this.cursorSecret = addCursorSecret(this, config, this.functions.listPets)
+    this.cursorSecret = addCursorSecret(this, config, this.functions)
     const authorizer = addApiKeyAuthorizer(this, config, this.authorizerFunction)
     const { api, accessLogGroup } = addRestApi(this, config, authorizer)
     this.api = api
@@ -110,5 +113,8 @@ export class PetstoreApi extends Construct {
       keyMirrorTable,
       usagePlans: Object.values(this.usagePlans),
     })
+    this.addressBlockFunction = this.webAcl
+      ? addAddressBlock(this, config, { accessLogGroup, ipSets: this.webAcl })
+      : undefined
   }
 }

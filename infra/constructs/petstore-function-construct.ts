@@ -47,7 +47,10 @@ export const TABLE_ACTIONS: readonly string[] = [
 export interface TableBinding {
   /** The environment variable that carries the table name. */
   envVar: string
-  /** GSIs the function queries (LIST only); named exactly, so no index wildcard is granted. */
+  /**
+   * The GSIs a level's index grants (LIST, QUERY) cover: the ones the route names, each by its
+   * own ARN, so no index wildcard is granted and no other index may be queried.
+   */
   indexNames?: readonly string[]
 }
 
@@ -189,9 +192,17 @@ export class PetstoreFunction extends Construct {
    */
   bindTable(table: ITable, access: TableAccess, binding: TableBinding): this {
     const indexArns = (binding.indexNames ?? []).map((name) => `${table.tableArn}/index/${name}`)
-    for (const grant of TABLE_ACCESS_LEVELS[access] as readonly TableGrant[]) {
+    const grants = TABLE_ACCESS_LEVELS[access] as readonly TableGrant[]
+    if (indexArns.length > 0 && !grants.some((grant) => grant.on === 'indexes')) {
+      throw new Error(`${access} access queries no index, yet indexes were named`)
+    }
+    for (const grant of grants) {
       const resources = grant.on === 'table' ? [table.tableArn] : indexArns
-      if (resources.length === 0) throw new Error(`${access} access needs indexNames`)
+      if (resources.length === 0) {
+        throw new Error(
+          `${access} access queries indexes: name the ones the function reads (a route's \`indexes\`, shared/config/routes-config.ts)`,
+        )
+      }
       const actions = grant.actions.map((action) => `dynamodb:${action}`)
       this.role.addToPrincipalPolicy(new PolicyStatement({ actions, resources }))
     }

@@ -1,20 +1,22 @@
 import type { RestApi } from 'aws-cdk-lib/aws-apigateway'
 import { CfnIPSet, CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2'
 import type { Construct } from 'constructs'
-import { wafPerKeyLimit } from '#infra/config/edge-limits-config.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
-import { MAX_AUTHORIZATION_LENGTH } from '#shared/auth/bearer-token.ts'
+import {
+  EDGE_ANSWERS,
+  EDGE_RULES,
+  type EdgeRule,
+  type EdgeScope,
+  KEY_HEADER,
+  KEY_HEADER_TRANSFORMATIONS,
+  KEY_SCHEME,
+  MAX_KEYED_HEADER_LENGTH,
+  MIN_KEYED_HEADER_LENGTH,
+  PREFLIGHT_METHOD,
+} from '#shared/edge/edge-rules-config.ts'
 import { ERROR_MESSAGES, ERROR_STATUS, type ErrorCode } from '#shared/errors/error-codes.ts'
+import { corsHeaders } from '#shared/http/cors-headers.ts'
 import { MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
-
-/** WAF's window for the keyless and per-key rules (60, 120, 300 or 600 s, "Rate-based rule statement"). */
-export const WAF_WINDOW_SECONDS = 300
-/**
- * The per-address keyed rule's window: its limit is a share of a minute of the stage throttle,
- * and a short window lets WAF (which looks back over it about every 10 seconds) stop a host
- * sooner.
- */
-export const WAF_KEYED_WINDOW_SECONDS = 60
 
 /**
  * How much of an API Gateway request body WAF inspects by default: 16 KB (16,384 bytes); a longer
@@ -32,26 +34,21 @@ const visibility = (metricName: string) => ({
   sampledRequestsEnabled: true,
 })
 
-/** The header the API key travels in (`Authorization: Bearer <key>`), as WAF names it. */
-const KEY_HEADER = 'authorization'
-/** The shortest header that can carry a key: `Bearer ` and a 20-character key. */
-const MIN_KEYED_HEADER = 'Bearer '.length + 20
-
 /**
- * Requests whose Authorization header looks like it carries a key: it starts with `bearer ` (any
- * case) and is as long as a bearer header with a key can be. Coarser than the gateway's token
+ * Requests whose Authorization header looks like it carries a key (carriesKey in
+ * shared/edge/edge-rules-config.ts, as WAF statements). Coarser than the gateway's token
  * validation pattern (WAF's regex has no capturing groups, "Supported regular expression syntax
  * in AWS WAF", https://docs.aws.amazon.com/waf/latest/developerguide/waf-regex-pattern-support.html);
  * what passes this but not the pattern is answered 401 by API Gateway without any invocation.
  */
-const carriesKey = {
+const carriesKeyStatement = {
   andStatement: {
     statements: [
       {
         byteMatchStatement: {
           fieldToMatch: { singleHeader: { Name: KEY_HEADER } },
           positionalConstraint: 'STARTS_WITH',
-          searchString: 'bearer ',
+          searchString: KEY_SCHEME,
           textTransformations: [{ priority: 0, type: 'LOWERCASE' }],
         },
       },
@@ -59,7 +56,7 @@ const carriesKey = {
         sizeConstraintStatement: {
           fieldToMatch: { singleHeader: { Name: KEY_HEADER } },
           comparisonOperator: 'GE',
-          size: MIN_KEYED_HEADER,
+          size: MIN_KEYED_HEADER_LENGTH,
           textTransformations: [{ priority: 0, type: 'NONE' }],
         },
       },
@@ -67,7 +64,7 @@ const carriesKey = {
         sizeConstraintStatement: {
           fieldToMatch: { singleHeader: { Name: KEY_HEADER } },
           comparisonOperator: 'LE',
-          size: MAX_AUTHORIZATION_LENGTH,
+          size: MAX_KEYED_HEADER_LENGTH,
           textTransformations: [{ priority: 0, type: 'NONE' }],
         },
       },
@@ -75,145 +72,205 @@ const carriesKey = {
   },
 }
 
-/**
- * How the per-key rule reads the header before counting it: lower case, and every run of white
- * space as one space (COMPRESS_WHITE_SPACE, "Text transformations", AWS WAF Developer Guide), so
- * the 1,024 spellings the gateway accepts of one key's header (the case of `Bearer`, 1 to 16
- * spaces) are one counter. Key values differing only in case would share it too; API Gateway's
- * own keys are random, so only a key's owner could send such a pair.
- */
-export const KEY_HEADER_NORMALIZATION = [
-  { priority: 0, type: 'LOWERCASE' },
-  { priority: 1, type: 'COMPRESS_WHITE_SPACE' },
-]
+/** How the per-key rule reads the header before counting it (KEY_HEADER_TRANSFORMATIONS). */
+export const KEY_HEADER_NORMALIZATION = KEY_HEADER_TRANSFORMATIONS.map((type, priority) => ({
+  priority,
+  type,
+}))
 
-/** CORS preflights: they never carry a key, and a browser sends one before each keyed request. */
+/** Every OPTIONS request: CORS preflights, and anything else sent with that method. */
 const isPreflight = {
   byteMatchStatement: {
     fieldToMatch: { method: {} },
     positionalConstraint: 'EXACTLY',
-    searchString: 'OPTIONS',
+    searchString: PREFLIGHT_METHOD,
     textTransformations: [{ priority: 0, type: 'NONE' }],
   },
 }
 
 const not = (statement: object) => ({ notStatement: { statement } })
-const and = (...statements: object[]) =>
-  statements.length === 1 ? statements[0] : { andStatement: { statements } }
+const and = (first: object, ...rest: object[]): object =>
+  rest.length === 0 ? first : { andStatement: { statements: [first, ...rest] } }
+const or = (first: object, ...rest: object[]): object =>
+  rest.length === 0 ? first : { orStatement: { statements: [first, ...rest] } }
+const inSet = (set: CfnIPSet) => ({ ipSetReferenceStatement: { arn: set.attrArn } })
 
-const blockWith429 = (customResponseBodyKey: string, retryAfterSeconds = 60) => ({
+/**
+ * WAF's custom response headers are static and can be set per rule action ("Custom responses for
+ * Block actions", AWS WAF Developer Guide; a value is at most 255 characters, API_CustomHTTPHeader):
+ * each block answer carries the stage's CORS headers, as the gateway's own answers do, so a page
+ * can read the 429 and its Retry-After. A refused preflight stays unreadable whatever it carries:
+ * a browser needs a 2xx answer to a preflight (Fetch Standard, "CORS-preflight fetch").
+ */
+export const WAF_HEADER_VALUE_MAX = 255
+
+const blockedWith = (
+  status: number,
+  customResponseBodyKey: string,
+  headers: Record<string, string>,
+) => ({
   block: {
     customResponse: {
-      responseCode: 429,
+      responseCode: status,
       customResponseBodyKey,
-      // WAF re-evaluates its counts every 10 s or so; a minute is an honest hint.
-      responseHeaders: [{ name: 'Retry-After', value: String(retryAfterSeconds) }],
+      responseHeaders: Object.entries(headers).map(([name, value]) => {
+        if (value.length > WAF_HEADER_VALUE_MAX) {
+          throw new Error(`WAF custom response header ${name} is over 255 characters: ${value}`)
+        }
+        return { name, value }
+      }),
     },
   },
 })
 
-/** The Error bodies the rules answer with, by their keys. */
-const RESPONSE_BODIES = {
+/** The Error bodies the rules answer with, by their keys (EDGE_ANSWERS, and the body limit's). */
+const responseBodies = () => ({
   payloadTooLarge: { contentType: 'APPLICATION_JSON', content: errorBody('payload_too_large') },
-  rateLimited: {
-    contentType: 'APPLICATION_JSON',
-    content: errorBody('rate_limited', 'Too many requests with this key; retry later.'),
-  },
-  addressRateLimited: {
-    contentType: 'APPLICATION_JSON',
-    content: errorBody(
-      'rate_limited',
-      'Too many requests with keys from this address; retry later.',
-    ),
-  },
-  addressBlocked: {
-    contentType: 'APPLICATION_JSON',
-    content: errorBody(
-      'rate_limited',
-      'Requests from this address are refused for a while; retry later.',
-    ),
-  },
-  tooManyFailedAuths: {
-    contentType: 'APPLICATION_JSON',
-    content: errorBody('too_many_failed_auths'),
-  },
-}
+  ...Object.fromEntries(
+    Object.entries(EDGE_ANSWERS).map(([key, answer]) => [
+      key,
+      {
+        contentType: 'APPLICATION_JSON',
+        content: errorBody(answer.code, 'message' in answer ? answer.message : undefined),
+      },
+    ]),
+  ),
+})
 
-/** An IPv4 IP set of the stage's web ACL. */
+/** An IP set of the stage's web ACL. */
 const ipSet = (
   scope: Construct,
   id: string,
-  { name, addresses, what }: { name: string; addresses: string[]; what: string },
+  {
+    name,
+    addresses,
+    what,
+    version = 'IPV4',
+  }: { name: string; addresses: string[]; what: string; version?: 'IPV4' | 'IPV6' },
 ) =>
   new CfnIPSet(scope, id, {
     name,
     scope: 'REGIONAL',
-    ipAddressVersion: 'IPV4',
+    ipAddressVersion: version,
     addresses,
     description: what,
   })
 
-/** The rules that refuse at once: bodies over the API's limit, and the block list. */
-const edgeRefusals = (prefix: string, blockedAddresses: CfnIPSet) => [
-  {
-    name: 'BodyOverApiLimit',
-    priority: 0,
-    statement: {
-      sizeConstraintStatement: {
-        fieldToMatch: { body: { oversizeHandling: 'MATCH' } },
-        comparisonOperator: 'GT',
-        size: MAX_BODY_BYTES,
-        textTransformations: [{ priority: 0, type: 'NONE' }],
-      },
-    },
-    action: {
-      block: {
-        customResponse: { responseCode: 413, customResponseBodyKey: 'payloadTooLarge' },
-      },
-    },
-    visibilityConfig: visibility(`${prefix}-body-over-limit`),
-  },
-  {
-    name: 'BlockedAddresses',
-    priority: 1,
-    statement: { ipSetReferenceStatement: { arn: blockedAddresses.attrArn } },
-    action: blockWith429('addressBlocked', 300),
-    visibilityConfig: visibility(`${prefix}-blocked-addresses`),
-  },
+/** The IP sets of the stage's web ACL. */
+export interface EdgeIpSets {
+  /** The operator's block list (empty until an operator fills it: docs/operations.md). */
+  blockedAddresses: CfnIPSet
+  /** The automatic block's lists, one per IP version (the address-block function fills them). */
+  autoBlocked: { ipv4: CfnIPSet; ipv6: CfnIPSet }
+  /** Known egress addresses (`wafExemptAddresses`), when there are any. */
+  exempt: CfnIPSet | undefined
+}
+
+/** What addWebAcl makes: the web ACL and its IP sets. */
+export interface WebAcl extends EdgeIpSets {
+  acl: CfnWebACL
+}
+
+/** A rule's scope as WAF statements (edge-rules-config.ts's EdgeScope). */
+const scopeStatements = (scope: EdgeScope, exempt: CfnIPSet | undefined): object[] => [
+  ...(scope.carriesKey === undefined
+    ? []
+    : [scope.carriesKey ? carriesKeyStatement : not(carriesKeyStatement)]),
+  ...(scope.preflight === undefined ? [] : [scope.preflight ? isPreflight : not(isPreflight)]),
+  ...(scope.exempt === false && exempt ? [not(inSet(exempt))] : []),
 ]
 
-/** What addWebAcl makes: the web ACL, and the IP set an operator adds addresses to block. */
-export interface WebAcl {
-  acl: CfnWebACL
-  blockedAddresses: CfnIPSet
+/** A rule's metric name: `petstore-<stage>-keyed-per-address` for KeyedPerAddress. */
+const metricNameOf = (stage: string, rule: string): string =>
+  `petstore-${stage}-${rule.replace(/[a-z](?=[A-Z])/g, '$&-').toLowerCase()}`
+
+/** One rule of EDGE_RULES as the web ACL's rule, at `priority`. */
+const wafRule = (
+  rule: EdgeRule,
+  priority: number,
+  { config, sets, cors }: { config: StageConfig; sets: EdgeIpSets; cors: Record<string, string> },
+) => {
+  const answer = EDGE_ANSWERS[rule.answer]
+  const scope = scopeStatements(rule.scope, sets.exempt)
+  const statement =
+    rule.type === 'block'
+      ? and(
+          rule.list === 'operator'
+            ? inSet(sets.blockedAddresses)
+            : or(inSet(sets.autoBlocked.ipv4), inSet(sets.autoBlocked.ipv6)),
+          ...scope,
+        )
+      : {
+          rateBasedStatement: {
+            ...(rule.per === 'address'
+              ? { aggregateKeyType: 'IP' }
+              : {
+                  aggregateKeyType: 'CUSTOM_KEYS',
+                  customKeys: [
+                    {
+                      header: { name: KEY_HEADER, textTransformations: KEY_HEADER_NORMALIZATION },
+                    },
+                  ],
+                }),
+            limit: rule.limit(config),
+            evaluationWindowSec: rule.windowSeconds,
+            ...(scope[0] ? { scopeDownStatement: and(scope[0], ...scope.slice(1)) } : {}),
+          },
+        }
+  return {
+    name: rule.name,
+    priority,
+    statement,
+    action: blockedWith(ERROR_STATUS[answer.code], rule.answer, {
+      ...cors,
+      'Retry-After': String(answer.retryAfterSeconds(config)),
+    }),
+    visibilityConfig: visibility(metricNameOf(config.stage, rule.name)),
+  }
+}
+
+/** The IP sets the web ACL refers to: the operator's and the automatic block lists, the exemptions. */
+const edgeIpSets = (scope: Construct, config: StageConfig): EdgeIpSets => {
+  const prefix = `petstore-${config.stage}`
+  const autoBlock = (version: 'IPV4' | 'IPV6') =>
+    ipSet(scope, `AutoBlockedAddresses${version === 'IPV4' ? 'V4' : 'V6'}`, {
+      name: `${prefix}-auto-blocked-${version.toLowerCase()}`,
+      addresses: [],
+      version,
+      what: 'Addresses blocked for a while after too many unauthorized requests by the address-block function, see docs/operations.md Automatic block',
+    })
+  return {
+    blockedAddresses: ipSet(scope, 'BlockedAddresses', {
+      name: `${prefix}-blocked-addresses`,
+      addresses: [],
+      what: 'Addresses an operator refuses for a while, see docs/operations.md Support runbook',
+    }),
+    autoBlocked: { ipv4: autoBlock('IPV4'), ipv6: autoBlock('IPV6') },
+    exempt:
+      config.wafExemptAddresses.length === 0
+        ? undefined
+        : ipSet(scope, 'ExemptAddresses', {
+            name: `${prefix}-exempt-addresses`,
+            addresses: config.wafExemptAddresses,
+            what: 'Known egress addresses the per-address rules skip and the automatic block never blocks, context wafExemptAddresses',
+          }),
+  }
 }
 
 /**
  * The stage's AWS WAF web ACL (context `waf`, on by default in both stages), answering in the
- * API's Error shape (docs/operations.md, "Edge rules"). In order:
- * - `BodyOverApiLimit`: bodies over the API's 16 KiB limit get 413 payload_too_large at the edge.
- *   WAF inspects the first 16 KB of an API Gateway request body by default and
- *   `oversizeHandling: MATCH` counts a longer body as a match, so every body between Lambda's
- *   6 MB invoke payload limit ("Lambda quotas") and API Gateway's 10 MB REST payload limit
- *   ("Amazon API Gateway quotas") is refused here with a proper Error body.
- * - `BlockedAddresses`: every request from an address of the `blocked-addresses` IP set, which
- *   the stack creates empty and an operator fills for a while (docs/operations.md, "Support
- *   runbook"), gets 429 rate_limited.
- * - `KeylessPerAddress`: requests without a key-shaped Authorization header, preflights left
- *   out, counted per source address; over `wafKeylessPer5Minutes` such requests get 429
- *   too_many_failed_auths. "If you define a scope-down statement for the rule, AWS WAF only
- *   aggregates, counts, and rate limits requests that match the scope-down statement"
- *   (https://docs.aws.amazon.com/waf/latest/developerguide/waf-rule-statement-type-rate-based-request-limiting.html),
- *   so neither a keyed request nor a browser's preflight is ever counted or refused by it.
- * - `KeyedPerAddress`: requests with a key-shaped header, counted per source address over the
- *   last minute, whichever keys they carry: over `wafKeyedPerAddressPerMinute` (half a minute of
- *   one method's stage throttle, at least three times the largest plan) 429 rate_limited. It is
- *   what bounds a flood of forged keys from one host, which no per-key count can see. Addresses of
- *   `wafExemptAddresses` (a known egress) are left out.
- * - `RatePerKey`: requests with a key-shaped header, counted per normalized header value (a
- *   custom aggregation key, https://docs.aws.amazon.com/waf/latest/developerguide/waf-rule-statement-type-rate-based-aggregation-options.html),
- *   over twice what the largest plan the stage accepts may send (wafPerKeyLimit), 429
- *   rate_limited: a runaway key's flood stops at the edge, wherever it comes from.
+ * API's Error shape with the stage's CORS headers (docs/operations.md, "Edge rules"). First
+ * `BodyOverApiLimit`: bodies over the API's 16 KiB limit get 413 payload_too_large at the edge.
+ * WAF inspects the first 16 KB of an API Gateway request body by default and `oversizeHandling:
+ * MATCH` counts a longer body as a match, so every body between Lambda's 6 MB invoke payload limit
+ * ("Lambda quotas") and API Gateway's 10 MB REST payload limit ("Amazon API Gateway quotas") is
+ * refused here with a proper Error body. Then the address and key rules of EDGE_RULES
+ * (shared/edge/edge-rules-config.ts), in their order. A scope-down statement narrows what a
+ * rate-based rule counts and blocks: "If you define a scope-down statement for the rule, AWS WAF
+ * only aggregates, counts, and rate limits requests that match the scope-down statement"
+ * (https://docs.aws.amazon.com/waf/latest/developerguide/waf-rule-statement-type-rate-based-request-limiting.html);
+ * the per-key rule aggregates on the header's value (a custom key,
+ * https://docs.aws.amazon.com/waf/latest/developerguide/waf-rule-statement-type-rate-based-aggregation-options.html).
  */
 export const addWebAcl = (scope: Construct, config: StageConfig, api: RestApi): WebAcl => {
   if (MAX_BODY_BYTES > WAF_BODY_INSPECTION_BYTES) {
@@ -222,78 +279,34 @@ export const addWebAcl = (scope: Construct, config: StageConfig, api: RestApi): 
     )
   }
   const prefix = `petstore-${config.stage}`
-  const blockedAddresses = ipSet(scope, 'BlockedAddresses', {
-    name: `${prefix}-blocked-addresses`,
-    addresses: [],
-    what: 'Addresses an operator refuses for a while, see docs/operations.md Support runbook',
-  })
-  const exempt =
-    config.wafExemptAddresses.length === 0
-      ? undefined
-      : ipSet(scope, 'ExemptAddresses', {
-          name: `${prefix}-exempt-addresses`,
-          addresses: config.wafExemptAddresses,
-          what: 'Known egress addresses the per-address keyed rule skips, context wafExemptAddresses',
-        })
+  const sets = edgeIpSets(scope, config)
+  const cors = corsHeaders(config.corsAllowOrigin)
   const acl = new CfnWebACL(scope, 'WebAcl', {
     scope: 'REGIONAL',
     defaultAction: { allow: {} },
     visibilityConfig: visibility(`${prefix}-web-acl`),
-    customResponseBodies: RESPONSE_BODIES,
+    customResponseBodies: responseBodies(),
     rules: [
-      ...edgeRefusals(prefix, blockedAddresses),
       {
-        name: 'KeylessPerAddress',
-        priority: 2,
+        name: 'BodyOverApiLimit',
+        priority: 0,
         statement: {
-          rateBasedStatement: {
-            aggregateKeyType: 'IP',
-            limit: config.wafKeylessPer5Minutes,
-            evaluationWindowSec: WAF_WINDOW_SECONDS,
-            scopeDownStatement: and(not(carriesKey), not(isPreflight)),
+          sizeConstraintStatement: {
+            fieldToMatch: { body: { oversizeHandling: 'MATCH' } },
+            comparisonOperator: 'GT',
+            size: MAX_BODY_BYTES,
+            textTransformations: [{ priority: 0, type: 'NONE' }],
           },
         },
-        action: blockWith429('tooManyFailedAuths'),
-        visibilityConfig: visibility(`${prefix}-keyless-per-address`),
+        action: blockedWith(413, 'payloadTooLarge', cors),
+        visibilityConfig: visibility(`${prefix}-body-over-limit`),
       },
-      {
-        name: 'KeyedPerAddress',
-        priority: 3,
-        statement: {
-          rateBasedStatement: {
-            aggregateKeyType: 'IP',
-            limit: config.wafKeyedPerAddressPerMinute,
-            evaluationWindowSec: WAF_KEYED_WINDOW_SECONDS,
-            scopeDownStatement: exempt
-              ? and(carriesKey, not({ ipSetReferenceStatement: { arn: exempt.attrArn } }))
-              : carriesKey,
-          },
-        },
-        action: blockWith429('addressRateLimited'),
-        visibilityConfig: visibility(`${prefix}-keyed-per-address`),
-      },
-      {
-        name: 'RatePerKey',
-        priority: 4,
-        statement: {
-          rateBasedStatement: {
-            aggregateKeyType: 'CUSTOM_KEYS',
-            customKeys: [
-              { header: { name: KEY_HEADER, textTransformations: KEY_HEADER_NORMALIZATION } },
-            ],
-            limit: wafPerKeyLimit(config.largestPlanPerMinute),
-            evaluationWindowSec: WAF_WINDOW_SECONDS,
-            scopeDownStatement: carriesKey,
-          },
-        },
-        action: blockWith429('rateLimited'),
-        visibilityConfig: visibility(`${prefix}-rate-per-key`),
-      },
+      ...EDGE_RULES.map((rule, index) => wafRule(rule, index + 1, { config, sets, cors })),
     ],
   })
   new CfnWebACLAssociation(scope, 'WebAclAssociation', {
     resourceArn: api.deploymentStage.stageArn,
     webAclArn: acl.attrArn,
   })
-  return { acl, blockedAddresses }
+  return { acl, ...sets }
 }

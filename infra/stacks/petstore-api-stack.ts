@@ -3,6 +3,7 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import type { Construct } from 'constructs'
 import type { KeyMacSecret } from '#infra/config/key-mac-config.ts'
 import { metricsNamespace, type StageConfig } from '#infra/config/stage-config.ts'
+import { addAddressBlockWatch } from '#infra/constructs/address-block-construct.ts'
 import { addGradualDeployments } from '#infra/constructs/gradual-deployment-construct.ts'
 import { PetstoreApi } from '#infra/constructs/petstore-api-construct.ts'
 import { PetstoreMonitoring } from '#infra/constructs/petstore-monitoring-construct.ts'
@@ -54,7 +55,7 @@ export class PetstoreApiStack extends Stack {
       storeKeyTable,
       keyMacSecrets,
     })
-    const { api, functions, authorizerFunction, keySyncFunction, usagePlans } = this.petstoreApi
+    const { api, functions, authorizerFunction, keySyncFunction } = this.petstoreApi
 
     this.monitoring = new PetstoreMonitoring(this, 'Monitoring', {
       stage,
@@ -107,6 +108,15 @@ export class PetstoreApiStack extends Stack {
       })
     }
 
+    if (this.petstoreApi.addressBlockFunction) {
+      addAddressBlockWatch(this, config, this.petstoreApi.addressBlockFunction, this.monitoring)
+    }
+    this.addOutputs(config)
+  }
+
+  /** What an operator and the tools read from the stack: addresses, plan ids, names. */
+  private addOutputs(config: StageConfig): void {
+    const { api, keySyncFunction, usagePlans } = this.petstoreApi
     new CfnOutput(this, 'BaseUrl', {
       description: 'Base address of the API: every path is relative to it',
       value: this.petstoreApi.baseUrl,

@@ -1,8 +1,10 @@
+import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb'
 import { CfnOutput, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib'
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb'
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager'
 import type { Construct } from 'constructs'
 import { KEY_MAC_VERSIONS, type KeyMacSecret } from '#infra/config/key-mac-config.ts'
+import { indexChangeProblem } from '#infra/config/released-indexes-config.ts'
 import { type StageConfig, usageHistoryRemovalPolicy } from '#infra/config/stage-config.ts'
 import { PetstoreTable } from '#infra/constructs/petstore-table-construct.ts'
 import {
@@ -14,6 +16,19 @@ import {
   rateLimitTableDefinition,
   storeKeyTableDefinition,
 } from '#shared/data/table-keys.ts'
+
+// A stage's tables, each made from its one definition (shared/data/table-keys.ts).
+
+/** One index added or deleted per table and deploy, over the last release's (the record says why). */
+const refuseSecondIndexChange = (definitions: Record<string, CreateTableCommandInput>): void => {
+  for (const [table, definition] of Object.entries(definitions)) {
+    const names = (definition.GlobalSecondaryIndexes ?? []).map(
+      (index) => index.IndexName as string,
+    )
+    const problem = indexChangeProblem(table, names)
+    if (problem) throw new Error(problem)
+  }
+}
 
 export interface PetstoreDataStackProps extends StackProps {
   config: StageConfig
@@ -36,6 +51,13 @@ export class PetstoreDataStack extends Stack {
 
   constructor(scope: Construct, id: string, { config, ...props }: PetstoreDataStackProps) {
     super(scope, id, { terminationProtection: config.retainData, ...props })
+    refuseSecondIndexChange({
+      pets: petTableDefinition('pets'),
+      rateLimits: rateLimitTableDefinition('rate-limits'),
+      idempotency: idempotencyTableDefinition('idempotency'),
+      keyMirror: keyMirrorTableDefinition('key-mirror'),
+      storeKeys: storeKeyTableDefinition('store-keys'),
+    })
 
     // The names passed to the definitions only label errors: CloudFormation names the tables.
     this.petTable = new PetstoreTable(this, 'PetTable', {

@@ -1,9 +1,12 @@
 // The local server's functions taken from a cloud assembly: each bundle in a process of its own.
 import type { APIGatewayAuthorizerResult } from 'aws-lambda'
+import { ADDRESS_BLOCK_OPERATION } from '#functions/address-block/address-block-dependencies.ts'
+import type { AddressBlockResult } from '#functions/address-block/address-block-handler.ts'
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import { controlSecretCredentials } from '#keys/local-control-config.ts'
 import { LOCAL_API_STAGE } from '#local/control-plane/control-plane-store.ts'
 import type { KeySyncInvoker } from '#local/control-plane/local-key-sync-runner.ts'
+import type { AddressBlockInvoker } from '#local/edge/local-address-block.ts'
 import type { ProxyHandler, TokenAuthorizer } from '#local/gateway/local-gateway.ts'
 import { ROUTES, type Route } from '#shared/config/routes-config.ts'
 import { CLIENT_LIMITS_VARIABLE } from '#shared/data/dynamo-client.ts'
@@ -26,7 +29,7 @@ export interface BundleSource {
  * kept local (there is no CloudWatch here). Every other local value (a table's name, the cursor
  * secret, the CORS origin, the API's id) replaces only a variable the template gives the function.
  */
-const RUNTIME_VARIABLES = [
+export const RUNTIME_VARIABLES = [
   'DYNAMODB_ENDPOINT',
   CLIENT_LIMITS_VARIABLE,
   'AWS_REGION',
@@ -37,6 +40,8 @@ const RUNTIME_VARIABLES = [
   'POWERTOOLS_LOG_LEVEL',
   // The SDK's service-specific endpoint setting: the key sync's management API, locally.
   'AWS_ENDPOINT_URL_API_GATEWAY',
+  // Likewise the automatic block's WAF API.
+  'AWS_ENDPOINT_URL_WAFV2',
 ] as const
 
 /**
@@ -99,6 +104,16 @@ export interface BundleFunctions {
    * the control plane's secret; started when the server knows its address.
    */
   startKeySync(endpoint: string, controlSecret: string): Promise<KeySyncInvoker>
+  /**
+   * The address-block function's bundle, reading the local WAF's API at `endpoint` with the
+   * control plane's secret; `environment` gives what CloudFormation would resolve (its table, its
+   * IP sets) and the local stage's edge settings.
+   */
+  startAddressBlock(
+    endpoint: string,
+    controlSecret: string,
+    environment: Record<string, string>,
+  ): Promise<AddressBlockInvoker>
   /** Ends every function's process. */
   stop(): Promise<void>
 }
@@ -120,6 +135,8 @@ const runtimeMajor = (runtime: string): number => Number(/^nodejs(\d+)\.x$/.exec
 export const loadBundleFunctions = async (
   source: BundleSource,
   local: Record<string, string>,
+  /** Each function's own DynamoDB endpoint, behind its role (local/deployed-iam/). */
+  dynamoEndpointOf?: (service: string) => string,
 ): Promise<BundleFunctions> => {
   const functions = readAssemblyFunctions(source.assemblyDir, source.stage)
   const hostMajor = Number(process.versions.node.split('.')[0])
@@ -143,7 +160,12 @@ export const loadBundleFunctions = async (
       name: fn.service,
       codeDir: fn.codeDir,
       handler: fn.handler,
-      environment: bundleEnvironment(fn, { ...credentials, ...local, ...extra }),
+      environment: bundleEnvironment(fn, {
+        ...credentials,
+        ...local,
+        ...(dynamoEndpointOf ? { DYNAMODB_ENDPOINT: dynamoEndpointOf(fn.service) } : {}),
+        ...extra,
+      }),
       timeoutSeconds: fn.timeoutSeconds,
     })
   const operations = ROUTES.map(
@@ -182,6 +204,19 @@ export const loadBundleFunctions = async (
       started.push(keySync)
       await keySync.start()
       return (event, context) => keySync.invoke<KeySyncResult>(event, context)
+    },
+    startAddressBlock: async (endpoint, controlSecret, environment) => {
+      const secretCredentials = controlSecretCredentials(controlSecret)
+      const addressBlock = processOf(required(functions, ADDRESS_BLOCK_OPERATION), {
+        ...environment,
+        AWS_ENDPOINT_URL_WAFV2: endpoint,
+        AWS_ACCESS_KEY_ID: secretCredentials.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: secretCredentials.secretAccessKey,
+        AWS_SESSION_TOKEN: '',
+      })
+      started.push(addressBlock)
+      await addressBlock.start()
+      return (event, context) => addressBlock.invoke<AddressBlockResult>(event, context)
     },
     stop,
   }

@@ -12,7 +12,8 @@ import { carriesControlSecret } from './control-plane-secret.ts'
  *    every cross-site request, the project's tools never do.
  * 3. The secret (control-plane-secret.ts), for everything but `GET /_local/outputs` (the stage's
  *    ids, no key): a forwarded port arrives from loopback with a loopback Host too.
- * 4. A body only as `application/json`: a cross-site form or `text/plain` POST (sent without a
+ * 4. A body only as JSON (`application/json`, or AWS's `application/x-amz-json-1.x`, which a
+ *    browser also sends only after a CORS preflight): a cross-site form or `text/plain` POST (sent without a
  *    CORS preflight) is refused even where the rules above would not catch it.
  */
 
@@ -31,8 +32,15 @@ const hasBody = (req: IncomingMessage): boolean =>
   req.headers['transfer-encoding'] !== undefined ||
   (req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0')
 
+/** JSON, or the AWS JSON protocols' own types (the WAF API the SDK calls sends these). */
+const JSON_TYPES = new Set([
+  'application/json',
+  'application/x-amz-json-1.0',
+  'application/x-amz-json-1.1',
+])
+
 const isJson = (contentType: string | undefined): boolean =>
-  contentType?.split(';')[0]?.trim().toLowerCase() === 'application/json'
+  JSON_TYPES.has(contentType?.split(';')[0]?.trim().toLowerCase() ?? '')
 
 /** Why a request to `/_local/` is refused, or undefined when it may go on. */
 export const controlPlaneRefusal = (

@@ -2,6 +2,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { KeySyncResult } from '#keys/key-sync-contract.ts'
 import type { HeldRemoval } from '#keys/key-sync-state-repository.ts'
 import { LOCAL_CONTROL_PREFIX, MANAGEMENT_API_PATH } from '#keys/local-control-config.ts'
+import { type LocalWaf, WafApiError } from '#local/edge/local-waf.ts'
 import type { KeyMirrorItem } from '#shared/data/key-mirror-item.ts'
 import { ControlPlaneError } from './control-plane-error.ts'
 import { controlPlaneRefusal } from './control-plane-guard.ts'
@@ -13,7 +14,7 @@ import type { ControlPlaneStore } from './control-plane-store.ts'
  * The local server's control paths, beside the API under `/v1` and never reachable from another
  * machine: the part of API Gateway's management API this project uses, at
  * `/_local/apigateway` (an APIGatewayClient with `endpoint: <origin>/_local/apigateway`, any
- * region and dummy credentials works unchanged), and three local stand-ins for what a deployed
+ * region and dummy credentials works unchanged), and local stand-ins for what a deployed
  * stage offers otherwise:
  * - `GET /_local/outputs`: the stage's "stack outputs" (BaseUrl, RestApiId, <Plan>UsagePlanId...);
  * - `POST /_local/key-sync`: a key sync run, as invoking the key-sync function does on AWS (a
@@ -25,6 +26,8 @@ import type { ControlPlaneStore } from './control-plane-store.ts'
  * - `POST /_local/store-keys`: the store key table, as the keys CLI changes a deployed stage's
  *   (keys/store-key-requests.ts); `GET /_local/key-mac`: the MAC secrets it makes keys with, as it
  *   reads a deployed stage's from Secrets Manager.
+ * - `POST /_local/wafv2`: the part of AWS WAF's API the automatic block uses (the local stage's IP
+ *   sets, local/edge/local-waf.ts), for a WAFV2Client with `endpoint: <origin>/_local/wafv2`.
  */
 
 export { MANAGEMENT_API_PATH }
@@ -50,6 +53,8 @@ export interface ControlPlaneHandlerOptions {
   /** `GET /_local/key-mac`: the local stage's MAC secrets, as KEY_MAC_SECRETS writes them. */
   keyMacSecrets?: () => string
   outputs: () => Record<string, string>
+  /** The local stage's WAF IP sets, served at `/_local/wafv2` (WAFV2's JSON protocol). */
+  waf?: Pick<LocalWaf, 'call'>
   clock: () => number
   /** What every request that reads or changes keys must carry (control-plane-secret.ts). */
   secret: string
@@ -74,6 +79,11 @@ export const withControlPaths =
   }
 
 const MAX_BODY_BYTES = 1024 * 1024
+
+const header = (req: IncomingMessage, name: string): string | undefined => {
+  const value = req.headers[name]
+  return Array.isArray(value) ? value[0] : value
+}
 
 const readJson = (req: IncomingMessage, res: ServerResponse): Promise<Record<string, unknown>> =>
   new Promise((resolve, reject) => {
@@ -121,6 +131,46 @@ const sendError = (res: ServerResponse, error: ControlPlaneError) =>
     { code: error.type, message: error.message, status: error.status },
     error.type,
   )
+
+/** `POST /_local/wafv2`: one call of WAFV2's JSON protocol on the local stage's IP sets. */
+const serveWaf = ({
+  req,
+  res,
+  waf,
+  body,
+  onError,
+}: {
+  req: IncomingMessage
+  res: ServerResponse
+  waf: NonNullable<ControlPlaneHandlerOptions['waf']>
+  body: () => Promise<Record<string, unknown>>
+  onError: ControlPlaneHandlerOptions['onError']
+}): void => {
+  body().then(
+    (request) => {
+      try {
+        send(res, 200, waf.call(header(req, 'x-amz-target'), request))
+      } catch (error) {
+        // WAFV2's JSON protocol: the exception's name in `__type` and x-amzn-ErrorType.
+        const refusal =
+          error instanceof WafApiError
+            ? error
+            : new WafApiError(500, 'WAFInternalErrorException', 'Internal error')
+        if (!(error instanceof WafApiError)) onError?.('Local WAF failed', error)
+        send(res, refusal.status, { __type: refusal.type, message: refusal.message }, refusal.type)
+      }
+    },
+    (error: unknown) =>
+      error instanceof ControlPlaneError
+        ? sendError(res, error)
+        : send(
+            res,
+            400,
+            { __type: 'WAFInvalidParameterException', message: 'Unreadable request' },
+            'WAFInvalidParameterException',
+          ),
+  )
+}
 
 export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): RequestListener => {
   const managementCalls = managementApi(options)
@@ -178,6 +228,10 @@ export const createControlPlaneHandler = (options: ControlPlaneHandlerOptions): 
       .split('/')
       .filter((segment) => segment.length > 0)
     const body = () => readJson(req, res)
+    if (segments[0] === 'wafv2' && segments.length === 1 && method === 'POST' && options.waf) {
+      serveWaf({ req, res, waf: options.waf, body, onError: options.onError })
+      return
+    }
     const answer =
       segments[0] === 'apigateway'
         ? managementCalls({

@@ -7,11 +7,20 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from 'aws-lambda'
+import type { AccessLogRecord } from '#local/edge/local-access-log.ts'
+import {
+  LocalEdge,
+  LocalEdgeDelays,
+  localEdgeNumbers,
+  sourceAddressOf,
+  TARPIT_MS,
+  WRONG_KEYS_BEFORE_DELAY,
+} from '#local/edge/local-edge.ts'
 import { BEARER_TOKEN_VALIDATION_PATTERN, UNAUTHORIZED } from '#shared/auth/bearer-token.ts'
 import { FUNCTION_TIMEOUT_SECONDS } from '#shared/config/function-timeouts-config.ts'
 import type { PlanLimits } from '#shared/config/plans-config.ts'
 import type { Route } from '#shared/config/routes-config.ts'
-import { HttpError, retryAfterHeaders, validationFailed } from '#shared/errors/http-error.ts'
+import { type HttpError, validationFailed } from '#shared/errors/http-error.ts'
 import { corsHeaders, preflightHeaders } from '#shared/http/cors-headers.ts'
 import { errorResponse } from '#shared/http/http-response.ts'
 import { type Clock, systemClock } from '#shared/time/clock.ts'
@@ -21,7 +30,6 @@ import {
   type CachedAuthorization,
   toAuthorization,
 } from './authorizer-cache.ts'
-import { FailedAuthLimiter, TARPIT_AFTER_REFUSALS, TARPIT_MS } from './failed-auth-limiter.ts'
 import {
   EXPECTS_CONTINUE,
   type GatewayResponseType,
@@ -78,8 +86,15 @@ export interface LocalGatewayOptions {
    * client's (which anyone can set).
    */
   baseHost?: () => string | undefined
-  /** Failed authentications one address may make per minute before it is refused (429). */
-  failedAuthLimit?: number
+  /**
+   * The edge in front of the gateway: the stage's WAF web ACL, locally (local-edge.ts). Default:
+   * the staging stage's numbers, no address blocked or exempt.
+   */
+  edge?: LocalEdge
+  /** Wrong keys one address may send in a minute before their 401s are answered late. */
+  wrongKeysBeforeDelay?: number
+  /** Gets the access log record of every request answered past the edge (local-access-log.ts). */
+  accessLog?: (record: AccessLogRecord) => void
   /**
    * The stage's CORS origin (shared/http/cors-headers.ts): preflights are answered and the
    * gateway's own answers carry the CORS headers, as the CDK stack configures them. Unset: no CORS.
@@ -102,25 +117,21 @@ export type AuthorizationOutcome =
 /**
  * Step 2, the TOKEN authorizer as API Gateway runs it: a header that fails the token validation
  * pattern never reaches it; otherwise a cached answer, or the authorizer's, cached (allows and
- * denials, not failures). With `cachedOnly` (an address refused for its wrong keys) an uncached
- * header is held back: no authorizer run, no key-mirror read.
+ * denials, not failures).
  */
 export const authorizeRequest = async ({
   header,
   methodArn,
   authorizer,
   cache,
-  cachedOnly = false,
 }: {
   header: string | undefined
   methodArn: string
   authorizer: TokenAuthorizer
   cache: AuthorizerCache
-  cachedOnly?: boolean
-}): Promise<AuthorizationOutcome | { outcome: 'held' }> => {
+}): Promise<AuthorizationOutcome> => {
   if (!header || !TOKEN_PATTERN.test(header))
     return { outcome: 'refused', response: 'UNAUTHORIZED' }
-  if (cachedOnly && cache.get(header) === undefined) return { outcome: 'held' }
   const invoke = async (): Promise<CachedAuthorization> => {
     try {
       const result = await authorizer(
@@ -185,42 +196,11 @@ export const usagePlanVerdict = (
   return usagePlans.admit(digest, metering === 'backstop' ? limits : undefined)
 }
 
-const failedAuthError = (retryAfterSeconds: number) =>
-  new HttpError('too_many_failed_auths', { headers: retryAfterHeaders(retryAfterSeconds) })
-
 /**
- * Failed authentications per address (FailedAuthLimiter), requests without a well-formed key
- * apart from wrong keys: what one request's address has left, for the kind of request it is.
+ * After a refused address's 429 is sent: the connection it came on is read again only TARPIT_MS
+ * later (local-edge.ts, LocalEdgeDelays).
  */
-const addressLimits = (options: ConstructorParameters<typeof FailedAuthLimiter>[0]) => {
-  const keyless = new FailedAuthLimiter(options)
-  const wrongKeys = new FailedAuthLimiter(options)
-  return (req: IncomingMessage, wellFormed: boolean) => {
-    const address = req.socket.remoteAddress ?? 'unknown'
-    const failures = wellFormed ? wrongKeys : keyless
-    return {
-      /** Seconds until the address may try again, when it is refused. */
-      retryAfter: failures.retryAfterSeconds(address),
-      /** Counts a failure; the seconds it is now refused for, if it is. */
-      record: (): number | undefined => {
-        failures.record(address)
-        return failures.retryAfterSeconds(address)
-      },
-      /** The address's 429; its connection is slowed down past many refusals. */
-      refused: (res: ServerResponse, seconds: number): HttpError => {
-        slowDown(req, res, failures.noteRefused(address))
-        return failedAuthError(seconds)
-      },
-    }
-  }
-}
-
-/**
- * After a refused address's 429 is sent: past TARPIT_AFTER_REFUSALS in its window, the
- * connection it came on is read again only TARPIT_MS later (failed-auth-limiter.ts).
- */
-const slowDown = (req: IncomingMessage, res: ServerResponse, refusals: number): void => {
-  if (refusals <= TARPIT_AFTER_REFUSALS) return
+const slowDown = (req: IncomingMessage, res: ServerResponse): void => {
   res.once('finish', () => {
     const socket = req.socket
     setImmediate(() => {
@@ -228,6 +208,74 @@ const slowDown = (req: IncomingMessage, res: ServerResponse, refusals: number): 
       setTimeout(() => socket.resume(), TARPIT_MS).unref()
     })
   })
+}
+
+/**
+ * Step 0, the edge (LocalEdge): the WAF's verdict, its answer when it refuses (with the stage's
+ * CORS headers, as the web ACL sends them), and the delays of LocalEdgeDelays on what cannot carry
+ * a valid key (every OPTIONS waits its turn in a flood). The request's source address, or
+ * undefined once it has been answered (or its client has gone).
+ */
+const edgeStep = async ({
+  req,
+  res,
+  edge,
+  delays,
+  method,
+  answer,
+}: {
+  req: IncomingMessage
+  res: ServerResponse
+  edge: LocalEdge
+  delays: LocalEdgeDelays
+  method: string
+  answer: (error: HttpError) => void
+}): Promise<string | undefined> => {
+  const address = sourceAddressOf(req.socket.remoteAddress)
+  const refusal = edge.evaluate({ address, method, authorization: req.headers.authorization })
+  if (refusal) {
+    if (delays.slowAfterRefusal(address)) slowDown(req, res)
+    answer(refusal.error)
+    return undefined
+  }
+  const preflightWait = delays.preflightDelayMs(address, method)
+  if (preflightWait > 0 && !(await pause(res, preflightWait))) return undefined
+  return address
+}
+
+/** Writes the request's access log record once its answer is sent, with the answer's status. */
+const logAccess = (
+  res: ServerResponse,
+  accessLog: ((record: AccessLogRecord) => void) | undefined,
+  request: Omit<AccessLogRecord, 'status'>,
+): void => {
+  if (accessLog) res.once('finish', () => accessLog({ ...request, status: String(res.statusCode) }))
+}
+
+/** Resolves after `ms` with true, or with false as soon as the client has gone. */
+const pause = (res: ServerResponse, ms: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const gone = () => {
+      clearTimeout(timer)
+      resolve(false)
+    }
+    const timer = setTimeout(() => {
+      res.off('close', gone)
+      resolve(!res.destroyed)
+    }, ms)
+    res.once('close', gone)
+  })
+
+/** Runs `answer` after `ms`, unless the client has gone meanwhile. */
+const later = (res: ServerResponse, ms: number, answer: () => void): void => {
+  if (ms <= 0) {
+    answer()
+    return
+  }
+  const timer = setTimeout(() => {
+    if (!res.destroyed) answer()
+  }, ms)
+  res.once('close', () => clearTimeout(timer))
 }
 
 /** What the proxy event takes from the request itself: its headers and the client. */
@@ -271,12 +319,14 @@ const invokeFunction = async (
 /**
  * The gateway in front of the functions. One request takes these steps, and any step may answer
  * instead of going on:
- * 1. route (matchRoute), before authentication, as API Gateway does;
- * 2. authorize (authorizeRequest), counting failures per address, requests without a well-formed
- *    key apart from wrong keys (as the WAF's keyless and keyed rules count them apart on AWS):
- *    an address over its keyless limit is refused keyless requests only; one over its wrong-key
- *    limit is answered from the authorizer cache alone, so a key it already proved (or any
- *    address did, within the TTL) still works and a new guess costs no authorizer run or read;
+ * 0. the edge (LocalEdge): the stage's WAF rules, before API Gateway sees the request; what it
+ *    refuses gets the rule's 429 and never reaches the access log. Past the edge, every answer is
+ *    written to the access log (`accessLog`), as API Gateway writes its own;
+ * 1. route (matchRoute), before authentication, as API Gateway does (a resource's OPTIONS is its
+ *    mock integration: the preflight's 204);
+ * 2. authorize (authorizeRequest): the authorizer for every well-formed key, whatever its address
+ *    sent before, so a valid key is never held back; a wrong key's 401 goes out late once its
+ *    address sent many (LocalEdgeDelays);
  * 3. admit to the key's usage plan (usagePlanVerdict);
  * 4. read the body: only now, so a refused client's body is never buffered and a client waiting
  *    on `Expect: 100-continue` is asked for it only now;
@@ -294,7 +344,9 @@ export const createLocalGateway = ({
   usagePlanThrottle,
   usagePlanOf,
   baseHost = () => undefined,
-  failedAuthLimit,
+  edge = new LocalEdge({ numbers: localEdgeNumbers(), clock }),
+  wrongKeysBeforeDelay = WRONG_KEYS_BEFORE_DELAY,
+  accessLog,
   corsAllowOrigin,
   onAuthorized = () => undefined,
 }: LocalGatewayOptions): RequestListener => {
@@ -307,10 +359,7 @@ export const createLocalGateway = ({
   /** A gateway response: the API's Error body, as the CDK stack's gateway responses render it. */
   const sendError = (res: ServerResponse, type: GatewayResponseType, requestId: string): void =>
     sendGatewayAnswer(res, gatewayError(type), requestId)
-  const addressOf = addressLimits({
-    clock,
-    ...(failedAuthLimit !== undefined ? { limit: failedAuthLimit } : {}),
-  })
+  const delays = new LocalEdgeDelays({ numbers: edge.numbers, clock, wrongKeysBeforeDelay })
   const cache =
     authorizerCache ?? new AuthorizerCache({ ttlSeconds: authorizerCacheTtlSeconds, clock })
   const usagePlans =
@@ -318,6 +367,7 @@ export const createLocalGateway = ({
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const requestId = randomUUID()
+    const receivedAt = clock()
     const answer = (error: HttpError) => sendGatewayAnswer(res, error, requestId)
     // Answers before the body is read go out at once; Node then discards the unread body
     // (never buffered) so the connection stays usable.
@@ -328,21 +378,22 @@ export const createLocalGateway = ({
       return answer(validationFailed([{ field: 'path', message }], message))
     }
     const method = (req.method ?? 'GET').toUpperCase()
+    const header = req.headers.authorization
+    const address = await edgeStep({ req, res, edge, delays, method, answer })
+    if (address === undefined) return
+    logAccess(res, accessLog, {
+      requestId,
+      requestTime: new Date(receivedAt).toISOString(),
+      ip: address,
+      httpMethod: method,
+      path: url.pathname,
+    })
     const methods = corsAllowOrigin === undefined ? [] : resourceMethods(url.pathname)
     if (method === 'OPTIONS' && methods.length > 0) {
-      // The resource's OPTIONS method: a mock integration, no authorizer, no key, no body read,
-      // and never counted or refused per address: a browser sends one before each keyed request.
+      // The resource's OPTIONS method: a mock integration, no authorizer, no key, no body read.
       const headers = preflightHeaders(corsAllowOrigin as string, methods)
       return send(res, { statusCode: 204, headers, body: '' }, requestId)
     }
-    const header = req.headers.authorization
-    const wellFormed = header !== undefined && TOKEN_PATTERN.test(header)
-    const failures = addressOf(req, wellFormed)
-    const retryAfter = failures.retryAfter
-    const refuseAddress = (seconds: number) => answer(failures.refused(res, seconds))
-    // A request without a well-formed key from an address over its keyless limit: at once, as
-    // the WAF's keyless rule does on AWS. Keyed requests are never counted with these.
-    if (retryAfter !== undefined && !wellFormed) return refuseAddress(retryAfter)
 
     const match = matchRoute(method, url.pathname)
     if (!match) return refuse('MISSING_AUTHENTICATION_TOKEN')
@@ -352,19 +403,15 @@ export const createLocalGateway = ({
       methodArn: `arn:aws:execute-api:local:${ACCOUNT_ID}:${API_ID}/${stage}/${method}${match.resource}`,
       authorizer,
       cache,
-      cachedOnly: retryAfter !== undefined,
     })
-    if (authorized.outcome === 'held') return refuseAddress(retryAfter as number)
     if (authorized.outcome === 'failed') {
       onError('Authorizer failed', authorized.error)
       return refuse('DEFAULT_5XX')
     }
     if (authorized.outcome === 'refused') {
-      const stillRefused = failures.record()
-      if (retryAfter !== undefined && stillRefused !== undefined) {
-        return refuseAddress(stillRefused)
-      }
-      return refuse(authorized.response)
+      const wellFormed = header !== undefined && TOKEN_PATTERN.test(header)
+      const delay = wellFormed ? delays.wrongKeyDelayMs(address) : 0
+      return later(res, delay, () => refuse(authorized.response))
     }
 
     onAuthorized(res, authorized.authorization.principalId)

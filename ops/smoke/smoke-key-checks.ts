@@ -49,8 +49,8 @@ export interface Lockout {
 const WAF_WINDOW_SECONDS = 300
 
 /**
- * The lockout an answer reports (429 `too_many_failed_auths`: the local server's failed-auth
- * limiter, or the WAF's keyless rule on AWS), else undefined. Requests without a valid key then
+ * The lockout an answer reports (429 `too_many_failed_auths`: the WAF's keyless rule on AWS, or
+ * the local server's edge that enforces it), else undefined. Requests without a valid key then
  * get 429 instead of 401 until it ends.
  */
 export const lockoutOf = (response: ObservedResponse | undefined): Lockout | undefined => {
@@ -102,8 +102,9 @@ export interface TemporaryKeyWait {
 
 /**
  * A temporary key may take a moment to reach the authorizer: tried again after 1, 2, 4, then every
- * 5 s, so the wait's own 401s stay far below the failed-authentication limit (30 a minute from
- * one address, local/gateway/failed-auth-limiter.ts), saying every 5 s what it waits for.
+ * 5 s, so the wait's own 401s stay far below any limit of the edge per address (the local edge
+ * answers wrong keys late past 30 a minute: local/edge/local-edge.ts), saying every 5 s what it
+ * waits for.
  */
 export const temporaryKeyWorks = async (wait: TemporaryKeyWait): Promise<string> => {
   const started = wait.now()

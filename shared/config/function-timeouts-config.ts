@@ -14,4 +14,9 @@ export const FUNCTION_TIMEOUT_SECONDS = {
   authorizer: 5,
   /** As long as its schedule's interval: a hung run ends before a second scheduled one queues. */
   keySync: 60,
+  /**
+   * A delivery of the access log or the minute's reconcile: a few DynamoDB calls and two WAF IP
+   * sets read (and written when they change) with WAF's retries; well inside its schedule's minute.
+   */
+  addressBlock: 30,
 } as const

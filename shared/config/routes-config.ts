@@ -1,11 +1,12 @@
-import { actionsOf, type TableAccess, WRITE_ACTIONS } from './table-access-config.ts'
+import { actionsOf, indexGrantsOf, type TableAccess, WRITE_ACTIONS } from './table-access-config.ts'
+import type { IndexOf } from './table-indexes-config.ts'
 
 /**
  * The route table: one entry per operation says everything that differs between operations, and
  * the rest derives from it: the local gateway and the CDK REST API (method, path), each function
  * (folder, timeout, table grants), the rate limiter's ordering (writes), deprecation (the marks of
  * every answer, the OpenAPI document's `deprecated`), the OpenAPI document (success and error
- * statuses), where each operation's declaration lives (functions/operation-facts.ts) and the
+ * statuses), where each operation's declaration lives (functions/operation-fixtures.ts) and the
  * checks that every operation is documented, in the typed client, in the smoke test and in the
  * bench (docs/adding-an-operation.md).
  * Paths are relative to the `/v1` base path; `{name}` marks a path parameter.
@@ -29,6 +30,8 @@ export const ROUTES = [
     functionName: 'list-pets',
     // A scan, or a query of the status index.
     tables: { pets: 'LIST' },
+    indexes: { pets: ['status'] },
+    cursors: true,
     timeoutSeconds: PET_OPERATION_SECONDS,
     successStatus: 200,
     errors: [],
@@ -66,6 +69,9 @@ export const ROUTES = [
 /** The tables an operation can be granted; every operation also gets RATE_LIMIT_TABLE_ACCESS. */
 export type OperationTable = 'pets' | 'idempotency'
 
+/** The indexes a route reads, per table, by their names in TABLE_INDEXES. */
+export type OperationIndexes = { [Table in OperationTable]?: readonly IndexOf<Table>[] }
+
 /** Every operation is rate limited: counters are read and updated item by item, never put. */
 export const RATE_LIMIT_TABLE_ACCESS: TableAccess = 'COUNT'
 
@@ -82,6 +88,18 @@ export interface RouteDefinition {
   writes?: boolean
   /** The level of access (table-access-config.ts) the function gets on each table it uses. */
   tables: Partial<Record<OperationTable, TableAccess>> & { pets: TableAccess }
+  /**
+   * The indexes (table-indexes-config.ts) the function queries, per table: a level that grants
+   * Query on indexes (LIST, QUERY) grants it on exactly these, and the function may query no
+   * other. Every index named here must be one its table's level lets it query.
+   */
+  indexes?: OperationIndexes
+  /**
+   * The operation pages its answers with cursors (`Link: rel="next"`, `X-Next-Cursor`): its
+   * function gets the stage's cursor secret (CURSOR_SECRET), and a cursor one listing issued is
+   * refused by every other. No other function gets the secret.
+   */
+  cursors?: true
   /** The Lambda timeout; the local gateway reports it to the handler too. */
   timeoutSeconds: number
   /** The status of a successful answer. */
@@ -123,6 +141,31 @@ export const tableAccessOf = (
   ...(Object.entries(route.tables) as [OperationTable, TableAccess][]),
   ['rateLimits', RATE_LIMIT_TABLE_ACCESS],
 ]
+
+/** The indexes the route declares it reads on a table (none unless its entry names them). */
+export const indexesOfRoute = (route: RouteDefinition, table: string): readonly string[] =>
+  (route.indexes as Record<string, readonly string[]> | undefined)?.[table] ?? []
+
+/**
+ * What is wrong with a route's index declarations, each with its fix: a level that queries
+ * indexes needs the ones it reads named, and an index named needs a level that may query it.
+ */
+export const indexDeclarationProblems = (route: RouteDefinition): string[] =>
+  tableAccessOf(route).flatMap(([table, access]) => {
+    const declared = indexesOfRoute(route, table)
+    const queriesIndexes = indexGrantsOf(access).length > 0
+    if (queriesIndexes && declared.length === 0) {
+      return [
+        `${route.operationId}'s level ${access} on ${table} queries indexes, but its route entry names none: add indexes: { ${table}: [<the index it queries, a key of TABLE_INDEXES.${table} in shared/config/table-indexes-config.ts>] } to ${route.operationId} in shared/config/routes-config.ts (or choose a level without index queries)`,
+      ]
+    }
+    if (!queriesIndexes && declared.length > 0) {
+      return [
+        `${route.operationId} names indexes ${declared.join(', ')} of ${table}, but its level ${access} may not query any: give tables.${table} a level of shared/config/table-access-config.ts that queries indexes (QUERY, or LIST with a scan), or take indexes.${table} out of ${route.operationId} in shared/config/routes-config.ts`,
+      ]
+    }
+    return []
+  })
 
 /** Whether the route's own tables (not the counters every route updates) grant a write. */
 export const grantsWrite = (route: RouteDefinition): boolean =>

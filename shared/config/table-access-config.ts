@@ -5,7 +5,10 @@
  * refuses any other, so a level that is too narrow fails a test and one too wide fails the rule
  * on the synthesized template. Actions: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazondynamodb.html
  * LOOKUP: single-item reads by key (getPet on pets, the authorizer on the key mirror).
- * LIST: a scan of the table and queries of the named indexes only (listPets).
+ * LIST: a scan of the table and queries of the indexes the route names (listPets: unfiltered
+ * pages scan, filtered ones query the status index).
+ * QUERY: queries of the indexes the route names, no scan and no read by key (a listing every page
+ * of which an index serves).
  * APPEND: puts and updates, no reads (createPet on pets: the pet, the id counter).
  * REMOVE: single-item deletes by key, no reads (a delete that learns what it removed from
  * `ReturnValues: ALL_OLD`).
@@ -20,6 +23,7 @@ export const TABLE_ACCESS_LEVELS = {
     { on: 'table', actions: ['Scan'] },
     { on: 'indexes', actions: ['Query'] },
   ],
+  QUERY: [{ on: 'indexes', actions: ['Query'] }],
   APPEND: [{ on: 'table', actions: ['PutItem', 'UpdateItem'] }],
   REMOVE: [{ on: 'table', actions: ['DeleteItem'] }],
   COUNT: [{ on: 'table', actions: ['GetItem', 'UpdateItem'] }],
@@ -37,7 +41,7 @@ export type DynamoAction =
   | 'BatchWriteItem'
 
 export interface TableGrant {
-  /** The table itself, or the indexes the binding names. */
+  /** The table itself, or the indexes the route names (its entry's `indexes`). */
   on: 'table' | 'indexes'
   actions: readonly DynamoAction[]
 }
@@ -55,3 +59,7 @@ export const WRITE_ACTIONS: readonly DynamoAction[] = [
 /** The DynamoDB actions a level grants, on the table and its indexes together. */
 export const actionsOf = (access: TableAccess): DynamoAction[] =>
   TABLE_ACCESS_LEVELS[access].flatMap((grant: TableGrant) => [...grant.actions])
+
+/** A level's grants on indexes: on exactly the indexes the route names, none when it has none. */
+export const indexGrantsOf = (access: TableAccess): readonly TableGrant[] =>
+  (TABLE_ACCESS_LEVELS[access] as readonly TableGrant[]).filter((grant) => grant.on === 'indexes')

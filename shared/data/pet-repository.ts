@@ -10,7 +10,7 @@ import type { NewPet } from '#shared/domain/new-pet-schema.ts'
 import type { Pet, PetStatus } from '#shared/domain/pet-schema.ts'
 import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
 import type { IdAllocator } from './id-allocator.ts'
-import { PET_TABLE, petKey } from './table-keys.ts'
+import { PET_STATUS_INDEX, PET_TABLE, petKey } from './table-keys.ts'
 
 export interface ListPetsOptions {
   limit: number
@@ -111,9 +111,9 @@ export class PetRepository {
             })
           : new QueryCommand({
               TableName: this.#tableName,
-              IndexName: PET_TABLE.statusIndex.name,
+              IndexName: PET_STATUS_INDEX.indexName,
               KeyConditionExpression: '#status = :status',
-              ExpressionAttributeNames: { '#status': PET_TABLE.statusIndex.partitionKey },
+              ExpressionAttributeNames: { '#status': PET_STATUS_INDEX.partitionKey.name },
               ExpressionAttributeValues: { ':status': status },
               ExclusiveStartKey: startKey,
               Limit: wanted - items.length,
@@ -133,8 +133,8 @@ export class PetRepository {
       ? petKey(afterId)
       : {
           ...petKey(afterId),
-          [PET_TABLE.statusIndex.partitionKey]: status,
-          [PET_TABLE.statusIndex.sortKey]: afterId,
+          [PET_STATUS_INDEX.partitionKey.name]: status,
+          [PET_STATUS_INDEX.sortKey.name]: afterId,
         }
   }
 }

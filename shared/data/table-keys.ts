@@ -1,50 +1,79 @@
-import type { CreateTableCommandInput } from '@aws-sdk/client-dynamodb'
+import type {
+  AttributeDefinition,
+  CreateTableCommandInput,
+  GlobalSecondaryIndex,
+} from '@aws-sdk/client-dynamodb'
+import {
+  type IndexDefinition,
+  type IndexedTable,
+  indexesOf,
+  TABLE_INDEXES,
+} from '#shared/config/table-indexes-config.ts'
 
-// The key layout of each table (keys, index, TTL attribute) and the CreateTable input made of it.
+// The key layout of each table (keys, TTL attribute) and the CreateTable input made of it, its
+// indexes included (shared/config/table-indexes-config.ts).
 
 /**
  * Key design of the pet table, shared by the repository, the local bootstrap and the CDK stack.
- * Pets live at `pk = PET#<id>`; the id counter at `pk = COUNTER#pet`. The status GSI is sparse:
- * pets without a status are not in it, so they appear only in unfiltered lists.
+ * Pets live at `pk = PET#<id>`; the id counter at `pk = COUNTER#pet`. Its indexes are in
+ * TABLE_INDEXES.pets (the status index: `TABLE_INDEXES.pets.status`).
  */
 export const PET_TABLE = {
   partitionKey: 'pk',
-  statusIndex: { name: 'status-id-index', partitionKey: 'status', sortKey: 'id' },
   petKeyPrefix: 'PET#',
   idCounterKey: 'COUNTER#pet',
 } as const
 
 export const petKey = (id: number): { pk: string } => ({ pk: `${PET_TABLE.petKeyPrefix}${id}` })
 
-/** CreateTable input for local and test tables (the CDK stack declares the same keys). */
-export const petTableDefinition = (tableName: string): CreateTableCommandInput => ({
-  TableName: tableName,
-  BillingMode: 'PAY_PER_REQUEST',
-  AttributeDefinitions: [
-    { AttributeName: PET_TABLE.partitionKey, AttributeType: 'S' },
-    { AttributeName: PET_TABLE.statusIndex.partitionKey, AttributeType: 'S' },
-    { AttributeName: PET_TABLE.statusIndex.sortKey, AttributeType: 'N' },
+/** An index as CreateTable (and UpdateTable's Create) take it: every attribute projected. */
+export const globalSecondaryIndexOf = (index: IndexDefinition): GlobalSecondaryIndex => ({
+  IndexName: index.indexName,
+  KeySchema: [
+    { AttributeName: index.partitionKey.name, KeyType: 'HASH' },
+    ...(index.sortKey ? [{ AttributeName: index.sortKey.name, KeyType: 'RANGE' as const }] : []),
   ],
-  KeySchema: [{ AttributeName: PET_TABLE.partitionKey, KeyType: 'HASH' }],
-  GlobalSecondaryIndexes: [
-    {
-      IndexName: PET_TABLE.statusIndex.name,
-      KeySchema: [
-        { AttributeName: PET_TABLE.statusIndex.partitionKey, KeyType: 'HASH' },
-        { AttributeName: PET_TABLE.statusIndex.sortKey, KeyType: 'RANGE' },
-      ],
-      Projection: { ProjectionType: 'ALL' },
-    },
-  ],
+  Projection: { ProjectionType: 'ALL' },
 })
 
-/** A table keyed by one string partition key, billed per request. */
-const stringKeyTable = (tableName: string, partitionKey: string): CreateTableCommandInput => ({
-  TableName: tableName,
-  BillingMode: 'PAY_PER_REQUEST',
-  AttributeDefinitions: [{ AttributeName: partitionKey, AttributeType: 'S' }],
-  KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
-})
+/** The key attributes of an index, as AttributeDefinitions. */
+export const indexAttributesOf = (index: IndexDefinition): AttributeDefinition[] =>
+  [index.partitionKey, ...(index.sortKey ? [index.sortKey] : [])].map((key) => ({
+    AttributeName: key.name,
+    AttributeType: key.type,
+  }))
+
+/**
+ * CreateTable input of a table keyed by one string partition key, billed per request, with every
+ * index TABLE_INDEXES gives it: the one definition the CDK, local and test tables are made from.
+ */
+const tableDefinition = (
+  tableName: string,
+  partitionKey: string,
+  table: IndexedTable,
+): CreateTableCommandInput => {
+  const indexes = indexesOf(table).map(([, index]) => index)
+  const attributes = new Map<string, AttributeDefinition>([
+    [partitionKey, { AttributeName: partitionKey, AttributeType: 'S' }],
+  ])
+  for (const attribute of indexes.flatMap(indexAttributesOf)) {
+    attributes.set(attribute.AttributeName as string, attribute)
+  }
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [...attributes.values()],
+    KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
+    ...(indexes.length > 0 ? { GlobalSecondaryIndexes: indexes.map(globalSecondaryIndexOf) } : {}),
+  }
+}
+
+/** CreateTable input for local and test tables (the CDK stack declares the same keys). */
+export const petTableDefinition = (tableName: string): CreateTableCommandInput =>
+  tableDefinition(tableName, PET_TABLE.partitionKey, 'pets')
+
+/** The status index of the pet table (listPets' filtered pages). */
+export const PET_STATUS_INDEX = TABLE_INDEXES.pets.status
 
 /**
  * Rate-limit counters live in a table of their own (no pet scan ever reads them), one item
@@ -57,7 +86,7 @@ export const RATE_LIMIT_TABLE = {
 } as const
 
 export const rateLimitTableDefinition = (tableName: string): CreateTableCommandInput =>
-  stringKeyTable(tableName, RATE_LIMIT_TABLE.partitionKey)
+  tableDefinition(tableName, RATE_LIMIT_TABLE.partitionKey, 'rateLimits')
 
 /**
  * The key mirror: one table per stage, one item per API key usable on that stage, keyed by the
@@ -75,7 +104,7 @@ export const KEY_MIRROR_TABLE = {
 } as const
 
 export const keyMirrorTableDefinition = (tableName: string): CreateTableCommandInput =>
-  stringKeyTable(tableName, KEY_MIRROR_TABLE.partitionKey)
+  tableDefinition(tableName, KEY_MIRROR_TABLE.partitionKey, 'keyMirror')
 
 /**
  * Store keys: keys that live only in the project's store, beyond API Gateway's 10,000 per account
@@ -86,7 +115,7 @@ export const keyMirrorTableDefinition = (tableName: string): CreateTableCommandI
 export const STORE_KEY_TABLE = { partitionKey: 'keyId' } as const
 
 export const storeKeyTableDefinition = (tableName: string): CreateTableCommandInput =>
-  stringKeyTable(tableName, STORE_KEY_TABLE.partitionKey)
+  tableDefinition(tableName, STORE_KEY_TABLE.partitionKey, 'storeKeys')
 
 /**
  * Idempotency records of createPet: one item per (API key, Idempotency-Key), keyed by the SHA-256
@@ -99,4 +128,4 @@ export const IDEMPOTENCY_TABLE = {
 } as const
 
 export const idempotencyTableDefinition = (tableName: string): CreateTableCommandInput =>
-  stringKeyTable(tableName, IDEMPOTENCY_TABLE.partitionKey)
+  tableDefinition(tableName, IDEMPOTENCY_TABLE.partitionKey, 'idempotency')

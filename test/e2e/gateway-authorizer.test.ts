@@ -2,7 +2,7 @@ import { Agent, createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { APIGatewayAuthorizerResult } from 'aws-lambda'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { TARPIT_AFTER_REFUSALS } from '#local/gateway/failed-auth-limiter.ts'
+import { LocalEdge, localEdgeNumbers, TARPIT_AFTER_REFUSALS } from '#local/edge/local-edge.ts'
 import {
   createLocalGateway,
   type LocalGatewayOptions,
@@ -187,74 +187,127 @@ describe('the local gateway in front of the authorizer', () => {
   })
 })
 
-describe('an address refused per address', () => {
-  it('costs no authorizer run once refused for wrong keys, and still serves a key proven within the TTL', async () => {
-    const limited = await serve({ failedAuthLimit: 3, corsAllowOrigin: '*' })
-    try {
-      const good = apiClient(limited.baseUrl, GOOD, STUB_CLIENT)
-      expect((await good.get('/pets')).status).toBe(200)
-      const guess = (n: number) =>
-        apiClient(limited.baseUrl, `guess-${n}-0123456789abcdef`, STUB_CLIENT).get('/pets')
-      for (let n = 0; n < 4; n += 1) expect((await guess(n)).status).toBe(401)
-      expect(calls.authorizer).toBe(5)
-      // Refused: 250 more guesses run the authorizer (and read the key mirror) zero times.
-      for (let n = 4; n < 254; n += 1) {
-        const refused = await guess(n)
-        expect(refused.status).toBe(429)
-        expect(refused.json).toMatchObject({ code: 'too_many_failed_auths' })
-      }
-      expect(calls.authorizer).toBe(5)
-      // The key it already proved is answered from the cache; a preflight is never refused.
-      expect((await good.get('/pets')).status).toBe(200)
-      const preflight = await fetch(`${limited.baseUrl}/pets`, {
-        method: 'OPTIONS',
-        headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'GET' },
+/** A GET of /v1/pets from `agent`'s address: its status, and the body's code when it has one. */
+const getFrom = (agent: Agent, baseUrl: string, headers: Record<string, string> = {}) =>
+  new Promise<{ status: number; code?: string; headers: Record<string, unknown> }>(
+    (resolve, reject) => {
+      const req = request(`${baseUrl}/pets`, { agent, headers }, (res) => {
+        let body = ''
+        res.on('data', (chunk: Buffer) => {
+          body += chunk.toString()
+        })
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            ...(body.startsWith('{') ? { code: (JSON.parse(body) as { code: string }).code } : {}),
+            headers: res.headers,
+          }),
+        )
       })
-      expect(preflight.status).toBe(204)
-      expect(calls.authorizer).toBe(5)
+      req.on('error', reject)
+      req.end()
+    },
+  )
+
+const wrongKey = (n: number) => ({ Authorization: `Bearer guess-${n}-0123456789abcdef` })
+
+describe('the local edge in front of the gateway', () => {
+  it('never refuses or delays a new valid key because its address sent wrong keys and requests without a key below the ceilings', async () => {
+    const edged = await serve({ corsAllowOrigin: '*' })
+    const agent = new Agent({ keepAlive: true, maxSockets: 64, localAddress: '127.0.0.1' })
+    try {
+      // The reproduction: 40 wrong keys and 40 without a key from 127.0.0.1.
+      const refused = await Promise.all([
+        ...Array.from({ length: 40 }, (_, n) => getFrom(agent, edged.baseUrl, wrongKey(n))),
+        ...Array.from({ length: 40 }, () => getFrom(agent, edged.baseUrl)),
+      ])
+      expect(new Set(refused.map((answer) => answer.status))).toEqual(new Set([401]))
+      expect(calls.authorizer).toBe(40)
+      // A key its address never sent (a just-created key): asked, and served. Sent after one more
+      // wrong key, whose 401 is held back past the 30th wrong key of the minute, it is answered
+      // first.
+      const order: string[] = []
+      const late = getFrom(agent, edged.baseUrl, wrongKey(40)).then((answer) =>
+        order.push(`wrong key ${answer.status}`),
+      )
+      await new Promise((resolve) => setImmediate(resolve))
+      const fresh = getFrom(agent, edged.baseUrl, { Authorization: `Bearer ${GOOD}` }).then(
+        (answer) => order.push(`valid key ${answer.status}`),
+      )
+      await Promise.all([late, fresh])
+      expect(order).toEqual(['valid key 200', 'wrong key 401'])
     } finally {
-      await close(limited.server)
+      agent.destroy()
+      await close(edged.server)
     }
   })
 
-  it('counts keyless requests apart: a keyless flood never refuses a key or a preflight', async () => {
-    const limited = await serve({ failedAuthLimit: 3, corsAllowOrigin: '*' })
-    try {
-      const keyless = apiClient(limited.baseUrl, undefined, STUB_CLIENT)
-      const statuses: number[] = []
-      for (let i = 0; i < 10; i += 1) statuses.push((await keyless.get('/pets')).status)
-      expect(statuses).toEqual([401, 401, 401, 401, 429, 429, 429, 429, 429, 429])
-      const preflight = await fetch(`${limited.baseUrl}/pets`, {
+  it("refuses at the template's ceilings with the WAF's answers: requests without a key, keyed requests and preflights of an address counted apart", async () => {
+    const edged = await serve({
+      corsAllowOrigin: '*',
+      edge: new LocalEdge({
+        numbers: {
+          ...localEdgeNumbers(),
+          wafKeylessPer5Minutes: 3,
+          wafKeyedPerAddressPerMinute: 4,
+        },
+        clock: () => now,
+      }),
+    })
+    const agent = new Agent({ keepAlive: true, localAddress: '127.0.0.2' })
+    const preflight = () =>
+      fetch(`${edged.baseUrl}/pets`, {
         method: 'OPTIONS',
         headers: { Origin: 'https://app.example.com', 'Access-Control-Request-Method': 'GET' },
       })
-      expect(preflight.status).toBe(204)
-      // A key first seen now, from the flooding address: asked, and served.
-      expect((await apiClient(limited.baseUrl, GOOD, STUB_CLIENT).get('/pets')).status).toBe(200)
-      expect(calls.authorizer).toBe(1)
+    try {
+      const keyless = []
+      for (let i = 0; i < 5; i += 1) keyless.push(await getFrom(agent, edged.baseUrl))
+      expect(keyless.map((answer) => answer.code)).toEqual([
+        'unauthorized',
+        'unauthorized',
+        'unauthorized',
+        'too_many_failed_auths',
+        'too_many_failed_auths',
+      ])
+      // The WAF's answer: a static Retry-After, and the stage's CORS headers (a page reads it).
+      expect(keyless[3]?.headers).toMatchObject({
+        'retry-after': '60',
+        'access-control-allow-origin': '*',
+      })
+      // Keyed requests from the same address are not counted with those: the valid key is
+      // served up to the keyed ceiling (with any keys, right or wrong), refused past it.
+      const keyed = []
+      for (let i = 0; i < 5; i += 1) {
+        keyed.push(await getFrom(agent, edged.baseUrl, { Authorization: `Bearer ${GOOD}` }))
+      }
+      expect(keyed.map((answer) => answer.status)).toEqual([200, 200, 200, 200, 429])
+      expect(keyed[4]?.code).toBe('rate_limited')
+      // Preflights are counted apart at the same ceiling (these come from 127.0.0.1).
+      const preflights = []
+      for (let i = 0; i < 5; i += 1) preflights.push((await preflight()).status)
+      expect(preflights).toEqual([204, 204, 204, 204, 429])
     } finally {
-      await close(limited.server)
+      agent.destroy()
+      await close(edged.server)
     }
   })
 })
 
 describe('a client that keeps sending past its refusals', () => {
   it('is answered on each connection only after a pause, while other addresses are answered at once', async () => {
-    const limited = await serve({ failedAuthLimit: 1 })
+    const limited = await serve({
+      edge: new LocalEdge({
+        numbers: { ...localEdgeNumbers(), wafKeylessPer5Minutes: 10 },
+        clock: () => now,
+      }),
+    })
     const attacker = new Agent({ keepAlive: true, maxSockets: 1, localAddress: '127.0.0.2' })
     const other = new Agent({ keepAlive: true, localAddress: '127.0.0.3' })
-    const get = (agent: Agent) =>
-      new Promise<number>((resolve, reject) => {
-        const req = request(`${limited.baseUrl}/pets`, { agent }, (res) => {
-          res.resume()
-          res.on('end', () => resolve(res.statusCode ?? 0))
-        })
-        req.on('error', reject)
-        req.end()
-      })
+    const get = async (agent: Agent) => (await getFrom(agent, limited.baseUrl)).status
     try {
-      // Keyless: 2 failures, then TARPIT_AFTER_REFUSALS refusals at full speed.
-      for (let i = 0; i < 2 + TARPIT_AFTER_REFUSALS; i += 1) await get(attacker)
+      // Keyless: 10 failures, then TARPIT_AFTER_REFUSALS refusals at full speed.
+      for (let i = 0; i < 10 + TARPIT_AFTER_REFUSALS; i += 1) await get(attacker)
       expect(await get(attacker)).toBe(429)
       // The attacker's connection is now paused after each 429: another address, asked after
       // it, is answered first.

@@ -71,7 +71,7 @@ beforeAll(async () => {
       PETSTORE_API_KEYS: `enterprise:${KEY},free:${SPENT_KEY}`,
       ENTERPRISE_LIMITS: '100000000/700000000',
     },
-    { failedAuthLimit: Number.MAX_SAFE_INTEGER },
+    { wrongKeysBeforeDelay: Number.MAX_SAFE_INTEGER },
   )
   base = new URL(server.baseUrl)
   // Refused requests past the minute's limit suspend the key for 15 minutes.
@@ -363,7 +363,7 @@ describe("each operation's own requests (the `fuzz` its folder declares), genera
           .filter((status) => !seen.has(status))
           .map(
             (status) =>
-              `${operationId} never answered ${status} in ${runs} runs: add requests that get it to the fuzz of functions/${route.functionName}/${route.functionName}-operation.ts, or take it out of its route's errors if it cannot be answered`,
+              `${operationId} never answered ${status} in ${runs} runs: add requests that get it to the fuzz of functions/${route.functionName}/${route.functionName}-fixtures.ts, or take it out of its route's errors if it cannot be answered`,
           ),
       ).toEqual([])
       console.info(

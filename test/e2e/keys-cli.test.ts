@@ -27,7 +27,7 @@ beforeAll(async () => {
   server = await startInProcessServer(
     { PETSTORE_API_KEYS: '', PETSTORE_AUTHORIZER_CACHE_TTL: '300' },
     // No sync on a timer: a change is in force only by the CLI's own sync run (or syncKeys).
-    { failedAuthLimit: 100_000, clock: systemClock, timers: heldTimers() },
+    { wrongKeysBeforeDelay: 100_000, clock: systemClock, timers: heldTimers() },
   )
   origin = new URL(server.baseUrl).origin
 })

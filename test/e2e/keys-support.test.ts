@@ -24,7 +24,7 @@ beforeAll(async () => {
   server = await startInProcessServer(
     { PETSTORE_API_KEYS: '' },
     // Sends from one address only with valid keys; the limit must not matter here either way.
-    { failedAuthLimit: 100_000 },
+    { wrongKeysBeforeDelay: 100_000 },
   )
 })
 afterAll(async () => {

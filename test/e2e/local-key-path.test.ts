@@ -33,7 +33,7 @@ beforeAll(async () => {
   server = await startInProcessServer(
     { PETSTORE_API_KEYS: '', PETSTORE_AUTHORIZER_CACHE_TTL: '300' },
     // Polling for a 401 is a stream of failed authentications from one address.
-    { failedAuthLimit: 100_000 },
+    { wrongKeysBeforeDelay: 100_000 },
   )
   client = managementClient(server)
   const { items = [] } = await client.send(new GetUsagePlansCommand({}))

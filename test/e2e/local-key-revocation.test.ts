@@ -56,7 +56,7 @@ beforeAll(async () => {
     },
     // Sending with a revoked key is a stream of failed authentications from one address. The
     // test moves the clock, so it starts every sync run itself.
-    { clock, timers: heldTimers(), failedAuthLimit: 100_000 },
+    { clock, timers: heldTimers(), wrongKeysBeforeDelay: 100_000 },
   )
   client = managementClient(server)
   const { items = [] } = await client.send(new GetUsagePlansCommand({}))

@@ -24,7 +24,7 @@ let server: InProcessServer
 beforeAll(async () => {
   vi.useFakeTimers({ toFake: ['Date'] })
   vi.setSystemTime(START)
-  server = await startInProcessServer({ PETSTORE_API_KEYS: '' }, { failedAuthLimit: 100_000 })
+  server = await startInProcessServer({ PETSTORE_API_KEYS: '' }, { wrongKeysBeforeDelay: 100_000 })
 })
 afterAll(async () => {
   await server?.stop()

@@ -431,8 +431,8 @@ describe('stage', () => {
       'staging.apiGatewayCloudWatchRole': 'false',
     }).stage('staging').api
     expect(resourcesOf(without, 'AWS::ApiGateway::Account')).toHaveLength(0)
-    // One per function: the operations, the authorizer and the key sync.
-    expect(resourcesOf(without, 'AWS::IAM::Role')).toHaveLength(ROUTES.length + 2)
+    // One per function: the operations, the authorizer, the key sync and the automatic block.
+    expect(resourcesOf(without, 'AWS::IAM::Role')).toHaveLength(ROUTES.length + 3)
   })
 
   it('throttles each stage for all its clients together: production 5,000/s, staging 1,000/s', () => {

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { KEY_MAC_VERSIONS } from '#infra/config/key-mac-config.ts'
+import { indexChangeProblem } from '#infra/config/released-indexes-config.ts'
+import { indexesOf, TABLE_INDEXES } from '#shared/config/table-indexes-config.ts'
 import {
+  globalSecondaryIndexOf,
   IDEMPOTENCY_TABLE,
   idempotencyTableDefinition,
   keyMirrorTableDefinition,
-  PET_TABLE,
   petTableDefinition,
   RATE_LIMIT_TABLE,
   rateLimitTableDefinition,
@@ -42,19 +44,20 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
     expect(propsOf(pets).AttributeDefinitions).toEqual(
       expect.arrayContaining(definition.AttributeDefinitions ?? []),
     )
-    // Spelled out as well: partition key pk (S), GSI status (S) / id (N), all attributes.
+    // Spelled out as well: partition key pk (S), the status GSI status (S) / id (N), all
+    // attributes, whatever other indexes the table has.
     expect(propsOf(pets)).toMatchObject({
       KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
-      GlobalSecondaryIndexes: [
+      GlobalSecondaryIndexes: expect.arrayContaining([
         {
-          IndexName: PET_TABLE.statusIndex.name,
+          IndexName: TABLE_INDEXES.pets.status.indexName,
           KeySchema: [
             { AttributeName: 'status', KeyType: 'HASH' },
             { AttributeName: 'id', KeyType: 'RANGE' },
           ],
           Projection: { ProjectionType: 'ALL' },
         },
-      ],
+      ]),
     })
     expect(propsOf(pets).AttributeDefinitions).toEqual(
       expect.arrayContaining([
@@ -63,6 +66,28 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
         { AttributeName: 'id', AttributeType: 'N' },
       ]),
     )
+  })
+
+  it('every table has exactly the indexes shared/config/table-indexes-config.ts defines for it, as the local and test tables do', () => {
+    const tables = tablesOf(stage)
+    for (const table of Object.keys(tables) as (keyof typeof tables)[]) {
+      const defined = indexesOf(table).map(([, index]) => globalSecondaryIndexOf(index))
+      const synthesized = (propsOf(tables[table]).GlobalSecondaryIndexes ?? []) as unknown[]
+      expect(
+        synthesized,
+        `the ${stage} data stack's ${table} table has other indexes than TABLE_INDEXES.${table} defines: infra/stacks/petstore-data-stack.ts makes each table from its definition in shared/data/table-keys.ts, and infra/constructs/petstore-table-construct.ts adds every index of it`,
+      ).toEqual(defined)
+    }
+  })
+
+  it('changes at most one index of a table over the last release (RELEASED_INDEXES), as one CloudFormation update can', () => {
+    const tables = tablesOf(stage)
+    for (const table of Object.keys(tables) as (keyof typeof tables)[]) {
+      const names = (
+        (propsOf(tables[table]).GlobalSecondaryIndexes ?? []) as { IndexName: string }[]
+      ).map((index) => index.IndexName)
+      expect(indexChangeProblem(table, names), `${stage} ${table}`).toBeUndefined()
+    }
   })
 
   it('pet table: encrypted at rest and recoverable to any point in time', () => {
@@ -173,6 +198,24 @@ describe.each(['staging', 'production'] as const)('%s tables', (stage) => {
     expect(types.filter((type) => type !== 'AWS::SecretsManager::Secret')).toEqual(
       Array(5).fill('AWS::DynamoDB::Table'),
     )
+  })
+})
+
+describe('a new index on its way to production', () => {
+  it('refuses two new indexes of one table in one deploy, naming the one to ship first', () => {
+    expect(indexChangeProblem('pets', ['status-id-index', 'category-id-index'])).toBeUndefined()
+    expect(
+      indexChangeProblem('pets', ['status-id-index', 'category-id-index', 'name-index']),
+    ).toMatch(
+      /^the pets table adds category-id-index, name-index in one deploy, over the indexes of the last release \(infra\/config\/released-indexes-config.ts\): CloudFormation adds or deletes one global secondary index per table update. Ship category-id-index alone first/,
+    )
+  })
+
+  it('refuses an index added and another deleted in one deploy (CloudFormation fails such an update)', () => {
+    expect(indexChangeProblem('pets', ['category-id-index'])).toMatch(
+      /adds category-id-index and deletes status-id-index in one deploy/,
+    )
+    expect(indexChangeProblem('pets', [])).toBeUndefined()
   })
 })
 

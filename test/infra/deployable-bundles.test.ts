@@ -1,3 +1,4 @@
+import { request } from 'node:http'
 import {
   type APIGatewayClient,
   CreateApiKeyCommand,
@@ -30,7 +31,11 @@ let client: APIGatewayClient
 let key: string
 
 beforeAll(async () => {
-  server = await startInProcessServer({ PETSTORE_BUNDLES: appAssemblyDir(), PETSTORE_API_KEYS: '' })
+  server = await startInProcessServer(
+    { PETSTORE_BUNDLES: appAssemblyDir(), PETSTORE_API_KEYS: '' },
+    // The automatic block after 3 unauthorized answers a minute, so a test reaches it.
+    { edgeNumbers: { wafAutoBlockUnauthorizedPerMinute: 3 } },
+  )
   client = managementClient(server)
   const free = server.keys.created.find((entry) => entry.plan === 'free')
   if (!free) throw new Error('the local server made no free key')
@@ -42,10 +47,15 @@ afterAll(async () => {
 })
 
 describe("the deployable bundles (the staging template's functions)", () => {
-  it('are every function of the stage: one per route, the authorizer and the key sync', () => {
+  it('are every function of the stage: one per route, the authorizer, the key sync and the automatic block', () => {
     const services = [...readAssemblyFunctions(appAssemblyDir(), 'staging').keys()].sort()
     expect(services).toEqual(
-      [...ROUTES.map((route) => route.operationId), 'authorizer', 'key-sync'].sort(),
+      [
+        ...ROUTES.map((route) => route.operationId),
+        'authorizer',
+        'key-sync',
+        'address-block',
+      ].sort(),
     )
   })
 
@@ -92,5 +102,32 @@ describe("the deployable bundles (the staging template's functions)", () => {
     )
     await server.keySyncSettled()
     expect(await statusOf(server.baseUrl, value)).toBe(401)
+  })
+
+  it("blocks an address through the address-block function's bundle, which writes WAF's IP set over HTTP", async () => {
+    const from = (address: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(
+          `${server.baseUrl}/pets`,
+          {
+            localAddress: address,
+            headers: { Authorization: 'Bearer free-NoSuchKeyNoSuchKeyNoSuch' },
+          },
+          (res) => {
+            res.resume()
+            res.on('end', () => resolve(res.statusCode ?? 0))
+          },
+        )
+        req.on('error', reject)
+        req.end()
+      })
+    for (let i = 0; i < 4; i += 1) expect(await from('127.0.0.2')).toBe(401)
+    await server.addressBlock.deliverLog()
+    expect(server.addressBlock.waf.addresses(server.addressBlock.ipSets.ipv4)).toEqual([
+      '127.0.0.2/32',
+    ])
+    expect(await from('127.0.0.2')).toBe(429)
+    expect(await server.addressBlock.lift(['127.0.0.2'])).toMatchObject({ lifted: ['127.0.0.2'] })
+    expect(await from('127.0.0.2')).toBe(401)
   })
 })

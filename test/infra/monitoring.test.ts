@@ -256,8 +256,9 @@ describe('alarms', () => {
   it('notifies the stage topic on alarm and on recovery', () => {
     const [[topicId]] = resourcesOf(production, 'AWS::SNS::Topic') as [[string, CfnResource]]
     const alarms = alarmsOf(production)
-    // 19 stage alarms (a throttle alarm per table: five) and, in production, the rollout gates: 2 per operation, 1 for the authorizer.
-    expect(alarms).toHaveLength(19 + 2 * ROUTES.length + 1)
+    // 19 stage alarms (a throttle alarm per table: five), the automatic block's 2 and, in
+    // production, the rollout gates: 2 per operation, 1 for the authorizer.
+    expect(alarms).toHaveLength(19 + 2 + 2 * ROUTES.length + 1)
     for (const alarm of alarms) {
       expect(alarm.AlarmActions).toEqual([{ Ref: topicId }])
       expect(alarm.OKActions).toEqual([{ Ref: topicId }])
@@ -307,8 +308,8 @@ describe('tracing', () => {
     const [[, stage]] = resourcesOf(production, 'AWS::ApiGateway::Stage') as [[string, CfnResource]]
     expect(propsOf(stage)).toMatchObject({ TracingEnabled: true })
     const functions = resourcesOf(production, 'AWS::Lambda::Function')
-    // The operations, the authorizer and the key sync.
-    expect(functions).toHaveLength(ROUTES.length + 2)
+    // The operations, the authorizer, the key sync and the automatic block.
+    expect(functions).toHaveLength(ROUTES.length + 3)
     for (const [, fn] of functions) {
       expect(propsOf(fn).TracingConfig).toEqual({ Mode: 'Active' })
     }

@@ -1,8 +1,17 @@
+import { App, Stack } from 'aws-cdk-lib'
+import { Template } from 'aws-cdk-lib/assertions'
+import { RestApi } from 'aws-cdk-lib/aws-apigateway'
 import { describe, expect, it } from 'vitest'
-import { WAF_BODY_INSPECTION_BYTES } from '#infra/constructs/web-acl-construct.ts'
+import {
+  ADDRESS_BLOCK_ENV,
+  ADDRESS_BLOCK_OPERATION,
+} from '#functions/address-block/address-block-dependencies.ts'
+import { readStageConfig } from '#infra/config/stage-config.ts'
+import { addWebAcl, WAF_BODY_INSPECTION_BYTES } from '#infra/constructs/web-acl-construct.ts'
 import { BEARER_TOKEN_VALIDATION_PATTERN } from '#shared/auth/bearer-token.ts'
-import { ROUTES } from '#shared/config/routes-config.ts'
+import { ROUTES, type RouteDefinition } from '#shared/config/routes-config.ts'
 import { STAGES } from '#shared/config/stages-config.ts'
+import { CORS_EXPOSED_HEADERS } from '#shared/http/cors-headers.ts'
 import { MAX_BODY_BYTES } from '#shared/middleware/json-body-middleware.ts'
 import { KEY_SYNC_OPERATION } from '#shared/observability/metrics.ts'
 import {
@@ -204,6 +213,10 @@ const rulesOf = (acl: CfnResource) =>
   }[]
 const bodiesOf = (acl: CfnResource) =>
   propsOf(acl).CustomResponseBodies as Record<string, { Content: string }>
+const autoBlockListOf = (template: Template, version: 'ipv4' | 'ipv6') =>
+  resourcesOf(template, 'AWS::WAFv2::IPSet').find(([, set]) =>
+    String(propsOf(set).Name).endsWith(`-auto-blocked-${version}`),
+  ) as [string, CfnResource]
 const outputOf = (template: typeof production, name: string): string | undefined =>
   (template.toJSON().Outputs as Record<string, { Value: string }>)[name]?.Value
 
@@ -230,6 +243,9 @@ describe('the WAF web ACL', () => {
     }
     const off = synthesizeApp({ 'staging.waf': 'false' }).stage('staging').api
     expect(resourcesOf(off, 'AWS::WAFv2::WebACL')).toHaveLength(0)
+    // Nor the automatic block, which feeds the web ACL's block lists.
+    expect(resourcesOf(off, 'AWS::WAFv2::IPSet')).toHaveLength(0)
+    expect(resourcesOf(off, 'AWS::Logs::SubscriptionFilter')).toHaveLength(0)
   })
 
   it('answers bodies over the API limit with 413 payload_too_large before any function runs', () => {
@@ -458,6 +474,39 @@ describe('the WAF web ACL', () => {
       )
     })
 
+    it('counts preflights per address at the keyed ceiling: a one-address OPTIONS flood reaches API Gateway only up to it', () => {
+      expect(rate('PreflightPerAddress')).toMatchObject({
+        AggregateKeyType: 'IP',
+        EvaluationWindowSec: 60,
+        Limit: ceiling,
+      })
+      // One host sending OPTIONS as fast as the stage throttle lets a method serve, for 40 s.
+      const flood = (waf: ReturnType<typeof webAclEvaluator>, sent: number) => {
+        const blockedBy = new Map<string | undefined, number>()
+        for (let i = 0; i < sent; i += 1) {
+          const verdict = waf({ at: i / throttle, ip: '198.51.100.8', method: 'OPTIONS' })
+          blockedBy.set(verdict.blockedBy, (blockedBy.get(verdict.blockedBy) ?? 0) + 1)
+        }
+        return blockedBy
+      }
+      const sent = throttle * 40
+      const verdicts = flood(webAclOf(template).evaluate(), sent)
+      expect(verdicts.get(undefined)).toBe(ceiling)
+      expect(verdicts.get('PreflightPerAddress')).toBe(sent - ceiling)
+      // Without the rule, every one of them reached API Gateway (a billed mock answer each).
+      const withoutRule = webAclEvaluator(
+        {
+          ...acl,
+          Properties: {
+            ...propsOf(acl),
+            Rules: rulesOf(acl).filter((rule) => rule.Name !== 'PreflightPerAddress'),
+          },
+        },
+        webAclOf(template).resources,
+      )
+      expect(flood(withoutRule, 20_000).get(undefined)).toBe(20_000)
+    })
+
     it('refuses every request of an address the operator put on the block list, which starts empty', () => {
       const [[blockedId, blocked]] = resourcesOf(template, 'AWS::WAFv2::IPSet').filter(([, set]) =>
         String(propsOf(set).Name).endsWith('-blocked-addresses'),
@@ -489,10 +538,17 @@ describe('the WAF web ACL', () => {
     })
   })
 
-  it('exempts a known egress address from the per-address ceiling, never from the per-key limit', () => {
-    const exempted = synthesizeApp({
+  /** Staging with two known egress addresses (synthesized once, for the tests below). */
+  let exemptedStage: Template | undefined
+  const exemptedTemplate = () => {
+    exemptedStage ??= synthesizeApp({
       'staging.wafExemptAddresses': '203.0.113.0/28, 192.0.2.10',
     }).stage('staging').api
+    return exemptedStage
+  }
+
+  it('exempts a known egress address from the per-address ceiling, never from the per-key limit', () => {
+    const exempted = exemptedTemplate()
     const [[, set]] = resourcesOf(exempted, 'AWS::WAFv2::IPSet').filter(([, candidate]) =>
       String(propsOf(candidate).Name).endsWith('-exempt-addresses'),
     ) as [[string, CfnResource]]
@@ -528,29 +584,94 @@ describe('the WAF web ACL', () => {
     )
   })
 
-  it('answers each rate rule with 429 and Retry-After in the API Error shape', () => {
-    const { acl } = webAclOf(production)
+  it('blocks IPv4 and IPv6 addresses from their own lists, and never an exempted address', () => {
+    const exempted = exemptedTemplate()
+    const [, exemptAcl] = resourcesOf(exempted, 'AWS::WAFv2::WebACL')[0] as [string, CfnResource]
+    const resources = structuredClone(exempted.toJSON().Resources) as Record<string, CfnResource>
+    const [v4Id, v4] = autoBlockListOf(exempted, 'ipv4')
+    const [v6Id, v6] = autoBlockListOf(exempted, 'ipv6')
+    expect(propsOf(v4)).toMatchObject({ IPAddressVersion: 'IPV4', Addresses: [] })
+    expect(propsOf(v6)).toMatchObject({ IPAddressVersion: 'IPV6', Addresses: [] })
+    ;(resources[v4Id] as CfnResource).Properties = {
+      ...propsOf(v4),
+      Addresses: ['198.51.100.7/32', '203.0.113.5/32'],
+    }
+    ;(resources[v6Id] as CfnResource).Properties = {
+      ...propsOf(v6),
+      Addresses: ['2001:db8::7/128'],
+    }
+    expect(envOf(functionByService(exempted, ADDRESS_BLOCK_OPERATION)[1])).toMatchObject({
+      [ADDRESS_BLOCK_ENV.exempt]: '203.0.113.0/28,192.0.2.10/32',
+    })
+    const waf = webAclEvaluator(exemptAcl, resources)
+    const from = (ip: string) =>
+      waf({ at: 0, ip, method: 'GET', authorization: VALID_KEY_HEADER }).blockedBy
+    expect(from('198.51.100.7')).toBe('AutoBlockedAddresses')
+    expect(from('2001:db8:0:0:0:0:0:7')).toBe('AutoBlockedAddresses')
+    expect(from('2001:db8::8')).toBeUndefined()
+    expect(from('198.51.100.8')).toBeUndefined()
+    // On the list by mistake (an exemption added since), an exempted address is not refused.
+    expect(from('203.0.113.5')).toBeUndefined()
+    // Preflights of a blocked address are refused too: the whole address is blocked.
+    expect(waf({ at: 0, ip: '198.51.100.7', method: 'OPTIONS' }).blockedBy).toBe(
+      'AutoBlockedAddresses',
+    )
+  })
+
+  it("answers each rule with 429, a Retry-After and the stage's CORS headers in the API Error shape", () => {
     const expected = {
       BlockedAddresses: ['rate_limited', '300'],
+      AutoBlockedAddresses: ['rate_limited', String(60 * 60)],
       KeylessPerAddress: ['too_many_failed_auths', '60'],
+      PreflightPerAddress: ['rate_limited', '60'],
       KeyedPerAddress: ['rate_limited', '60'],
       RatePerKey: ['rate_limited', '60'],
     }
-    for (const [name, [code, retryAfter]] of Object.entries(expected)) {
-      const response = rulesOf(acl).find((rule) => rule.Name === name)?.Action.Block
-        .CustomResponse as {
-        ResponseCode: number
-        CustomResponseBodyKey: string
-        ResponseHeaders: { Name: string; Value: string }[]
+    // A stage with one origin: the web ACL alone, in a stack of its own (no app synthesis).
+    const origin = 'https://app.example.com'
+    const stack = new Stack(new App({ builtinCloudFormationValidation: false }), 'Edge')
+    const api = new RestApi(stack, 'Api')
+    api.root.addMethod('GET')
+    addWebAcl(
+      stack,
+      readStageConfig((key) => ({ 'staging.corsAllowOrigin': origin })[key], 'staging'),
+      api,
+    )
+    const withOrigin = Template.fromStack(stack)
+    for (const [template, allowOrigin] of [
+      [production, '*'],
+      [withOrigin, origin],
+    ] as const) {
+      const { acl } = webAclOf(template)
+      expect(rulesOf(acl).map((rule) => rule.Name)).toEqual([
+        'BodyOverApiLimit',
+        ...Object.keys(expected),
+      ])
+      const cors = [
+        { Name: 'Access-Control-Allow-Origin', Value: allowOrigin },
+        { Name: 'Access-Control-Expose-Headers', Value: CORS_EXPOSED_HEADERS.join(', ') },
+      ]
+      for (const [name, [code, retryAfter]] of Object.entries(expected)) {
+        const response = rulesOf(acl).find((rule) => rule.Name === name)?.Action.Block
+          .CustomResponse as {
+          ResponseCode: number
+          CustomResponseBodyKey: string
+          ResponseHeaders: { Name: string; Value: string }[]
+        }
+        expect(response.ResponseCode, name).toBe(429)
+        // A page reads the 429 and its Retry-After (WAF's headers are static: the configured origin).
+        expect(response.ResponseHeaders).toEqual([
+          ...cors,
+          { Name: 'Retry-After', Value: retryAfter },
+        ])
+        expect(
+          JSON.parse(bodiesOf(acl)[response.CustomResponseBodyKey]?.Content ?? ''),
+        ).toMatchObject({ code, status: 429 })
       }
-      expect(response.ResponseCode, name).toBe(429)
-      expect(response.ResponseHeaders).toEqual([{ Name: 'Retry-After', Value: retryAfter }])
-      expect(
-        JSON.parse(bodiesOf(acl)[response.CustomResponseBodyKey]?.Content ?? ''),
-      ).toMatchObject({
-        code,
-        status: 429,
-      })
+      const body = rulesOf(acl)[0]?.Action.Block.CustomResponse as {
+        ResponseHeaders: unknown
+      }
+      expect(body.ResponseHeaders).toEqual(cors)
     }
   })
 
@@ -573,23 +694,47 @@ describe('the WAF web ACL', () => {
     expect(() => synthesizeApp({ 'production.wafRateLimitPer5Minutes': '50000' })).toThrow(
       /wafRateLimitPer5Minutes.*wafKeylessPer5Minutes/s,
     )
+    // The automatic block's rate never below what a client of the largest plan may send.
+    expect(() =>
+      synthesizeApp({ 'production.wafAutoBlockUnauthorizedPerMinute': '49999' }),
+    ).toThrow(/wafAutoBlockUnauthorizedPerMinute.*largestPlanPerMinute/s)
+    expect(() => synthesizeApp({ 'production.wafAutoBlockMinutes': '0' })).toThrow(
+      /wafAutoBlockMinutes/,
+    )
   })
 })
 
 describe('the cursor key', () => {
-  it('reaches listPets alone, from a secret generated at deploy time per stage', () => {
+  it('reaches the operations that page with cursors and no other function, from a secret generated at deploy time per stage', () => {
+    const paging = (ROUTES as readonly RouteDefinition[]).filter((route) => route.cursors)
+    // listPets pages (a statement of this API, not the rule): the rule below is not vacuous.
+    expect(paging.map((route) => route.operationId)).toContain('listPets')
     for (const template of [production, staging]) {
       const [[secretId, secret]] = resourcesOf(template, 'AWS::SecretsManager::Secret') as [
         [string, CfnResource],
       ]
       expect(propsOf(secret).GenerateSecretString).toMatchObject({ PasswordLength: 64 })
-      // The whole current secret string, resolved by CloudFormation at deploy time: nothing a
-      // client could know (such as a table name) goes into it, and no cold start fetches it.
-      expect(envOf(functionByService(template, 'listPets')[1]).CURSOR_SECRET).toEqual({
-        'Fn::Join': ['', ['{{resolve:secretsmanager:', { Ref: secretId }, ':SecretString:::}}']],
-      })
-      for (const service of ['getPet', 'createPet', 'authorizer', KEY_SYNC_OPERATION]) {
-        expect(envOf(functionByService(template, service)[1]).CURSOR_SECRET).toBeUndefined()
+      for (const service of [
+        ...ROUTES.map((route) => route.operationId),
+        'authorizer',
+        KEY_SYNC_OPERATION,
+      ]) {
+        const pages = paging.some((route) => route.operationId === service)
+        // The whole current secret string, resolved by CloudFormation at deploy time: nothing a
+        // client could know (such as a table name) goes into it, and no cold start fetches it.
+        expect(
+          envOf(functionByService(template, service)[1]).CURSOR_SECRET,
+          `${service}: the cursor secret reaches exactly the routes with \`cursors: true\` (infra/constructs/cursor-secret-construct.ts)`,
+        ).toEqual(
+          pages
+            ? {
+                'Fn::Join': [
+                  '',
+                  ['{{resolve:secretsmanager:', { Ref: secretId }, ':SecretString:::}}'],
+                ],
+              }
+            : undefined,
+        )
       }
     }
   })

@@ -8,7 +8,7 @@ import {
   uninstallFakeDynamoHttp,
 } from '#bench/support/fake-dynamo-http.ts'
 import { functionEntry } from '#functions/function-entries.ts'
-import { OPERATION_FACTS } from '#functions/operation-facts.ts'
+import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
 import { ROUTES, type Route } from '#shared/config/routes-config.ts'
 import { lambdaContext, restEvent } from '#test/support/api-gateway-events.ts'
 
@@ -52,13 +52,13 @@ describe("the bench's facts of each operation", () => {
       const event = restEvent({
         method: route.method,
         resource: route.path,
-        ...OPERATION_FACTS[route.operationId].bench.event,
+        ...OPERATION_FIXTURES[route.operationId].bench.event,
       })
       const answer = await handler(event, lambdaContext(operationId))
       assertAllCallsAnswered()
       expect(
         answer.statusCode,
-        `${operationId} answered ${answer.statusCode} to the bench's event (bench.event of functions/${route.functionName}/${route.functionName}-operation.ts): ${answer.body.slice(0, 300)}`,
+        `${operationId} answered ${answer.statusCode} to the bench's event (bench.event of functions/${route.functionName}/${route.functionName}-fixtures.ts): ${answer.body.slice(0, 300)}`,
       ).toBe(route.successStatus)
     },
   )

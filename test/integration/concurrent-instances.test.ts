@@ -69,7 +69,11 @@ const instance = () => {
     idempotency: new IdempotencyRepository({ client, tableName: env.idempotencyTable }),
   })
   const get = getPetHandler({ logger, pets, clock: systemClock })
-  const list = listPetsHandler({ logger, pets, cursors: new CursorCodec(CURSOR_SECRET) })
+  const list = listPetsHandler({
+    logger,
+    pets,
+    cursors: new CursorCodec(CURSOR_SECRET, 'listPets'),
+  })
   return { create, get, list }
 }
 type Instance = ReturnType<typeof instance>

@@ -24,7 +24,7 @@ const SUNSET = Date.parse('2030-12-05T00:00:00Z')
 let env: DynamoTestEnv
 let pets: PetRepository
 let idempotency: IdempotencyRepository
-const cursors = new CursorCodec('handlers-rest-event-test')
+const cursors = new CursorCodec('handlers-rest-event-test', 'listPets')
 
 beforeAll(async () => {
   env = await startDynamoTestEnv()

@@ -79,7 +79,10 @@ const instance = (operation: 'getPet' | 'listPets', startIso: string) => {
   })
   const deps = { logger, rateLimit, pets: petsOn(), clock }
   const getPet = getPetHandler(deps)
-  const listPets = listPetsHandler({ ...deps, cursors: new CursorCodec('refused-reads') })
+  const listPets = listPetsHandler({
+    ...deps,
+    cursors: new CursorCodec('refused-reads', 'listPets'),
+  })
   const invoke = (keyId: string, limits: { perMinute: number; perDay: number }) =>
     operation === 'getPet'
       ? getPet(

@@ -1,176 +1,97 @@
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
-import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
-import type { APIGatewayProxyResult, Context } from 'aws-lambda'
+import type { APIGatewayProxyResult } from 'aws-lambda'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { functionEntry } from '#functions/function-entries.ts'
+import type { GuardedRequest } from '#local/deployed-iam/dynamo-iam-guard.ts'
 import {
+  indexesOfRoute,
   type OperationTable,
   ROUTES,
   type Route,
-  type RouteDefinition,
-  tableAccessOf,
 } from '#shared/config/routes-config.ts'
 import {
-  type DynamoAction,
   TABLE_ACCESS_LEVELS,
   type TableAccess,
   type TableGrant,
 } from '#shared/config/table-access-config.ts'
+import { type IndexDefinition, TABLE_INDEXES } from '#shared/config/table-indexes-config.ts'
 import { lambdaContext, restEvent } from '#test/support/api-gateway-events.ts'
-import {
-  type DynamoTestEnv,
-  OLD_ITEM_READS,
-  startDynamoTestEnv,
-} from '#test/support/dynamo-test-env.ts'
+import { OLD_ITEM_READS } from '#test/support/dynamo-test-env.ts'
 import { outcomesOf } from '#test/support/operation-requests.ts'
+import {
+  type OperationsUnderIam,
+  startOperationsUnderIam,
+} from '#test/support/operations-under-iam.ts'
 
 /**
- * IAM as the route table grants it, checked where the local server cannot: each route's Lambda
- * entry runs its sample requests, one or more per outcome (the outcomes its folder declares), against DynamoDB through a proxy
- * that lets through only the actions its route's table access levels grant, on its own tables
- * (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html:
- * a call without the action on the table's ARN, or the index's for a Query of an index, is
- * refused with AccessDeniedException). A level too narrow would fail every such call on AWS;
- * here it fails this test, naming the action and what to change. The synthesized template is
- * checked to grant exactly these levels (test/infra/functions.test.ts).
+ * IAM as AWS will evaluate it, on each route's function: its Lambda entry runs its sample
+ * requests, one or more per outcome (the outcomes its fixtures declare), with the variables its
+ * synthesized template gives it, and each DynamoDB request is authorized against its role's
+ * synthesized policies (the template's, not the route table's, so a wrong translation by the CDK
+ * fails here too) by local/deployed-iam/, as the local server does: a request on the table or an
+ * index (`table/T/index/I`) the role does not allow is refused with AccessDeniedException, as on
+ * AWS (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html),
+ * and fails this test with its fix. Each grant its route entry asks for must also be used by
+ * some sample: a level or index no request needs is wider than least privilege.
  */
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url))
-
-type TableName = OperationTable | 'rateLimits'
-interface Call {
-  table: TableName | string
-  action: string
-  on: 'table' | 'indexes'
-}
-
-let env: DynamoTestEnv
-const savedEnv = { ...process.env }
-/** Puts back every variable a cold start below set, on process.env itself. */
-const restoreEnv = () => {
-  for (const name of Object.keys(process.env)) if (!(name in savedEnv)) delete process.env[name]
-  Object.assign(process.env, savedEnv)
-}
+let operations: OperationsUnderIam
 
 beforeAll(async () => {
-  env = await startDynamoTestEnv()
+  operations = await startOperationsUnderIam()
 })
 afterAll(async () => {
-  restoreEnv()
-  await env?.close()
+  await operations?.close()
 })
 
-const tableKeyOf = (name: string): TableName | string =>
-  ({
-    [env.petTable]: 'pets',
-    [env.idempotencyTable]: 'idempotency',
-    [env.rateLimitTable]: 'rateLimits',
-  })[name] ?? name
+const indexName = (table: string, name: string): string | undefined =>
+  (TABLE_INDEXES[table as keyof typeof TABLE_INDEXES] as Record<string, IndexDefinition>)[name]
+    ?.indexName
 
-const grantsOf = (route: Route) =>
-  new Map<string, readonly TableGrant[]>(
-    tableAccessOf(route).map(([table, access]) => [table, TABLE_ACCESS_LEVELS[access]]),
-  )
-
-/** A DynamoDB endpoint that refuses what the route's levels do not grant and records each call. */
-const startIamProxy = async (route: Route) => {
-  const calls: Call[] = []
-  const denials = new Set<string>()
-  const grants = grantsOf(route)
-  const server: Server = createServer(async (req, res) => {
-    const chunks: Buffer[] = []
-    for await (const chunk of req) chunks.push(chunk as Buffer)
-    const body = Buffer.concat(chunks)
-    const action = String(req.headers['x-amz-target'] ?? '').split('.')[1] ?? ''
-    const input = JSON.parse(body.toString('utf8') || '{}') as {
-      TableName?: string
-      IndexName?: string
-      RequestItems?: Record<string, unknown>
-    }
-    const tables = input.TableName ? [input.TableName] : Object.keys(input.RequestItems ?? {})
-    const on = input.IndexName ? 'indexes' : 'table'
-    const refused = tables.filter((name) => {
-      const table = tableKeyOf(name)
-      calls.push({ table, action, on })
-      return !(grants.get(table) ?? []).some(
-        (grant) => grant.on === on && (grant.actions as readonly string[]).includes(action),
-      )
-    })
-    if (refused.length > 0) {
-      const table = tableKeyOf(refused[0] as string)
-      const level = (route.tables as RouteDefinition['tables'])[table as OperationTable]
-      denials.add(
-        level
-          ? `${route.operationId} called dynamodb:${action} on ${table}${on === 'indexes' ? ' (an index)' : ''}, which its level ${level} does not grant: in shared/config/routes-config.ts give ${route.operationId} tables.${table} a level of shared/config/table-access-config.ts that grants ${action}`
-          : `${route.operationId} called dynamodb:${action} on ${table}, a table its route does not name: add tables.${table} with a level that grants ${action} to ${route.operationId} in shared/config/routes-config.ts`,
-      )
-      res.writeHead(400, { 'Content-Type': 'application/x-amz-json-1.0' })
-      res.end(
-        JSON.stringify({
-          __type: 'com.amazonaws.dynamodb.v20120810#AccessDeniedException',
-          message: `not authorized to perform dynamodb:${action}`,
-        }),
-      )
-      return
-    }
-    const upstream = await fetch(env.endpoint, {
-      method: 'POST',
-      headers: Object.fromEntries(
-        Object.entries(req.headers).filter(
-          (entry): entry is [string, string] =>
-            typeof entry[1] === 'string' &&
-            !['host', 'content-length', 'connection'].includes(entry[0]),
-        ),
-      ),
-      body,
-    })
-    res.writeHead(upstream.status, { 'Content-Type': upstream.headers.get('content-type') ?? '' })
-    res.end(Buffer.from(await upstream.arrayBuffer()))
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return {
-    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    calls,
-    denied: () => [...denials],
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  }
-}
-
-type Handler = (event: unknown, context: Context) => Promise<APIGatewayProxyResult>
-
-/** The route's Lambda entry, a fresh instance built from this environment (as a cold start). */
-const loadEntry = async (route: Route, endpoint: string): Promise<Handler> => {
-  Object.assign(process.env, {
-    AWS_REGION: savedEnv.AWS_REGION ?? 'us-east-1',
-    AWS_ACCESS_KEY_ID: savedEnv.AWS_ACCESS_KEY_ID ?? 'local',
-    AWS_SECRET_ACCESS_KEY: savedEnv.AWS_SECRET_ACCESS_KEY ?? 'local',
-    DYNAMODB_ENDPOINT: endpoint,
-    TABLE_NAME: env.petTable,
-    RATE_LIMIT_TABLE_NAME: env.rateLimitTable,
-    IDEMPOTENCY_TABLE_NAME: env.idempotencyTable,
-    CURSOR_SECRET: 'c'.repeat(64),
-  })
-  const url = pathToFileURL(join(repoRoot, functionEntry(route)))
-  url.searchParams.set('route-table-access', route.operationId)
-  return ((await import(url.href)) as { handler: Handler }).handler
-}
-
-/** Actions a route's own levels grant that none of its requests used (the counters excluded). */
-const unusedOf = (route: Route, calls: Call[]): string[] =>
-  (Object.entries(route.tables) as [OperationTable, TableAccess][]).flatMap(([table, access]) =>
-    (TABLE_ACCESS_LEVELS[access] as readonly TableGrant[]).flatMap((grant) =>
-      grant.actions
-        .filter(
-          (action: DynamoAction) =>
-            !calls.some((c) => c.table === table && c.action === action && c.on === grant.on),
+/**
+ * What a route's entry asks for that none of its requests used (the counters excluded): an
+ * action of a level, or an index it names. A listing that scans where it names an index is told
+ * to query the index, not to widen or narrow its level.
+ */
+const unusedOf = (route: Route, requests: readonly GuardedRequest[]): string[] => {
+  const fixtures = `functions/${route.functionName}/${route.functionName}-fixtures.ts`
+  const used = (table: string, action: string, index?: string) =>
+    requests.some(
+      (r) =>
+        r.table === table &&
+        r.action === action &&
+        (index === undefined ? r.indexName === undefined : r.indexName === index),
+    )
+  return (Object.entries(route.tables) as [OperationTable, TableAccess][]).flatMap(
+    ([table, access]) => {
+      const declared = indexesOfRoute(route, table)
+      const scanned = used(table, 'Scan')
+      const unusedIndexes = declared.filter((name) => {
+        const index = indexName(table, name)
+        return (
+          index === undefined || !requests.some((r) => r.table === table && r.indexName === index)
         )
-        .map(
-          (action) =>
-            `${route.operationId}'s level ${access} on ${table} grants ${action}, which its requests never used: choose a narrower level for ${route.operationId} tables.${table} (or none) in shared/config/routes-config.ts (or add the outcome that uses it to the outcomes of functions/${route.functionName}/${route.functionName}-operation.ts)`,
-        ),
-    ),
+      })
+      const indexProblems = unusedIndexes.map((name) =>
+        scanned
+          ? `${route.operationId} names index '${name}' of ${table} but never queried it, and scanned ${table} instead: query the index (a QueryCommand with IndexName ${indexName(table, name)}, in the repository of shared/data/): a listing narrowed by a key or a filter never reads the whole table`
+          : `${route.operationId} names index '${name}' of ${table}, which none of its requests queried: take it out of its indexes in shared/config/routes-config.ts, or add the outcome that queries it to the outcomes of ${fixtures}`,
+      )
+      const actionProblems = (TABLE_ACCESS_LEVELS[access] as readonly TableGrant[]).flatMap(
+        (grant) =>
+          grant.actions
+            .filter((action) =>
+              grant.on === 'table'
+                ? !used(table, action)
+                : // An index grant unused: said above, index by index.
+                  false,
+            )
+            .map(
+              (action) =>
+                `${route.operationId}'s level ${access} on ${table} grants ${action}, which its requests never used: choose a narrower level for ${route.operationId} tables.${table} (or none) in shared/config/routes-config.ts (or add the outcome that uses it to the outcomes of ${fixtures})`,
+            ),
+      )
+      return [...indexProblems, ...actionProblems]
+    },
   )
+}
 
 /**
  * What is wrong with an answer's deprecation marks: the route entry alone says an operation is
@@ -190,39 +111,39 @@ const deprecationMarkOf = (route: Route, answer: APIGatewayProxyResult): string 
 describe('table access of each route, enforced as IAM would', () => {
   // In route-table order: later operations read what createPet made.
   it.each(ROUTES.map((route) => [route.operationId, route] as const))(
-    '%s: the requests of each outcome get its status and the deprecation marks its route says, need no DynamoDB action its route does not grant, and use every one it does',
-    async (_operationId, route) => {
-      const proxy = await startIamProxy(route)
-      try {
-        const handler = await loadEntry(route, proxy.endpoint)
-        const statuses: number[] = []
-        const missed: string[] = []
-        const marks = new Set<string | undefined>()
-        for (const [status, outcome] of outcomesOf(route.operationId)) {
-          if (!('requests' in outcome)) continue
-          for (const request of outcome.requests) {
-            const event = restEvent({ method: route.method, resource: route.path, ...request })
-            const answer = await handler(event, lambdaContext(route.operationId))
-            statuses.push(answer.statusCode)
-            marks.add(deprecationMarkOf(route, answer))
-          }
-          if (statuses.at(-1) !== status) {
-            missed.push(
-              `${route.operationId}'s sample for ${status} (outcomes of functions/${route.functionName}/${route.functionName}-operation.ts) got ${statuses.at(-1)}`,
-            )
-          }
+    '%s: the requests of each outcome get its status and the deprecation marks its route says, need nothing its synthesized role does not allow, and use every grant its route entry asks for',
+    async (operationId, route) => {
+      const handler = await operations.load(route, 'route-table-access')
+      const before = operations.iam.guard.requests().length
+      const deniedBefore = operations.iam.guard.denials().length
+      const statuses: number[] = []
+      const missed: string[] = []
+      const marks = new Set<string | undefined>()
+      for (const [status, outcome] of outcomesOf(route.operationId)) {
+        if (!('requests' in outcome)) continue
+        for (const request of outcome.requests) {
+          const event = restEvent({ method: route.method, resource: route.path, ...request })
+          const answer = await handler(event, lambdaContext(operationId))
+          statuses.push(answer.statusCode)
+          marks.add(deprecationMarkOf(route, answer))
         }
-        expect(proxy.denied()).toEqual([])
-        expect(statuses.filter((status) => status >= 500)).toEqual([])
-        expect(missed).toEqual([])
-        expect([...marks].filter((mark) => mark !== undefined)).toEqual([])
-        expect(proxy.calls.length).toBeGreaterThan(0)
-        // dynalite makes createPet read a refused claim back (OLD_ITEM_READS); DynamoDB does not.
-        if (OLD_ITEM_READS > 0) expect(unusedOf(route, proxy.calls)).toEqual([])
-      } finally {
-        restoreEnv()
-        await proxy.close()
+        if (statuses.at(-1) !== status) {
+          missed.push(
+            `${operationId}'s sample for ${status} (outcomes of functions/${route.functionName}/${route.functionName}-fixtures.ts) got ${statuses.at(-1)}`,
+          )
+        }
       }
+      const requests = operations.iam.guard
+        .requests()
+        .slice(before)
+        .filter((request) => request.service === operationId)
+      expect(operations.iam.guard.denials().slice(deniedBefore)).toEqual([])
+      expect(statuses.filter((status) => status >= 500)).toEqual([])
+      expect(missed).toEqual([])
+      expect([...marks].filter((mark) => mark !== undefined)).toEqual([])
+      expect(requests.length).toBeGreaterThan(0)
+      // dynalite makes createPet read a refused claim back (OLD_ITEM_READS); DynamoDB does not.
+      if (OLD_ITEM_READS > 0) expect(unusedOf(route, requests)).toEqual([])
     },
   )
 })

@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import type { HostileRequest } from '#shared/config/operation-facts-config.ts'
+import type { HostileRequest } from '#functions/operation-fixture-types.ts'
 
 export type { HostileRequest }
 

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { APIGatewayClient } from '@aws-sdk/client-api-gateway'
 import { controlSecretCredentials } from '#keys/local-control-config.ts'
 import type { LocalKeys } from '#local/control-plane/control-plane-bootstrap.ts'
-import type { StartLocalOptions } from '#local/local-server.ts'
+import type { LocalServer as LocalServerOf, StartLocalOptions } from '#local/local-server.ts'
 import { assertKeepsContract } from '#openapi/contract-validator.ts'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
@@ -92,6 +92,11 @@ export interface InProcessServer {
   syncKeys(): Promise<unknown>
   /** Waits for the sync runs the control plane's own changes started (its change trigger). */
   keySyncSettled(): Promise<void>
+  /** The local edge's automatic block: its IP sets, the access log's delivery, its runs. */
+  addressBlock: LocalServerOf['addressBlock']
+  /** The DynamoDB requests the functions' deployed roles refused so far, each with its fix. */
+  iamDenials(): readonly string[]
+  /** Stops the server; fails if any function made a request its deployed role would refuse. */
   stop(): Promise<void>
 }
 
@@ -118,7 +123,19 @@ export const startInProcessServer = async (
       controlSecret: local.controlSecret,
       syncKeys: () => local.syncKeys(),
       keySyncSettled: () => local.keySyncSettled(),
-      stop: () => local.stop().finally(restoreEnv),
+      addressBlock: local.addressBlock,
+      iamDenials: () => local.iamDenials(),
+      stop: async () => {
+        await local.stop().finally(restoreEnv)
+        // Every file's server, whatever its subject: a request the deployed role would refuse
+        // fails the file that made it, with the fix (local/deployed-iam/denial-fix.ts).
+        const denials = local.iamDenials()
+        if (denials.length > 0) {
+          throw new Error(
+            `the functions' deployed roles would refuse ${denials.length} DynamoDB request(s) this server's functions made:\n- ${[...new Set(denials)].join('\n- ')}`,
+          )
+        }
+      },
     }
   } catch (error) {
     restoreEnv()

@@ -1,10 +1,6 @@
 import fc from 'fast-check'
-import { OPERATION_FACTS } from '#functions/operation-facts.ts'
-import type {
-  FuzzCase,
-  HostileRequest,
-  OperationFuzz,
-} from '#shared/config/operation-facts-config.ts'
+import type { FuzzCase, HostileRequest, OperationFuzz } from '#functions/operation-fixture-types.ts'
+import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
 import {
   errorStatusesOf,
   type OperationId,
@@ -18,19 +14,19 @@ export type { FuzzCase }
 
 /**
  * Each operation's own hostile input (test/e2e/hostile-input.test.ts), as its folder declares it
- * (`fuzz` of `functions/<fn>/<fn>-operation.ts`): requests it must accept and requests it must
+ * (`fuzz` of `functions/<fn>/<fn>-fixtures.ts`): requests it must accept and requests it must
  * refuse, so that every status its route declares is reached in every run and none it does not
  * declare is ever answered.
  */
 
-/** The hostile-input run's building blocks, handed to every declaration. */
+/** The hostile-input run's building blocks, handed to every operation's fixtures. */
 const HOSTILE = { int64Edges: INT64_EDGES, oddText, petBody, pathSegment }
 
 /** An operation's generators, for the run's key and the pets made for that operation alone. */
 export const operationFuzzOf = (
   operationId: OperationId,
   { key, petIds }: { key: string; petIds: readonly string[] },
-): OperationFuzz => OPERATION_FACTS[operationId].fuzz({ fc, key, petIds, hostile: HOSTILE })
+): OperationFuzz => OPERATION_FIXTURES[operationId].fuzz({ fc, key, petIds, hostile: HOSTILE })
 
 /** The first request's Authorization replaced (or dropped) on every request of a case. */
 const withAuthorization = (fuzzCase: FuzzCase, authorization: string | undefined): FuzzCase => ({

@@ -1,8 +1,9 @@
+import { createHmac } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { CursorCodec, type CursorPosition } from '#shared/data/cursor-codec.ts'
 import { PET_STATUSES, type PetStatus } from '#shared/domain/pet-schema.ts'
 
-const codec = new CursorCodec('unit-test-cursor-secret')
+const codec = new CursorCodec('unit-test-cursor-secret', 'listPets')
 
 /** Every character a client could type into a cursor, URL-unsafe ones included. */
 const ALPHABET =
@@ -28,7 +29,9 @@ describe('cursor codec', () => {
 
   it('is deterministic for a key (a repeated page gets the same cursor)', () => {
     const position = { lastId: 7, status: 'pending' } as const
-    expect(codec.encode(position)).toBe(new CursorCodec('unit-test-cursor-secret').encode(position))
+    expect(codec.encode(position)).toBe(
+      new CursorCodec('unit-test-cursor-secret', 'listPets').encode(position),
+    )
   })
 
   describe('a cursor used with another status filter', () => {
@@ -80,7 +83,7 @@ describe('cursor codec', () => {
   })
 
   it('refuses a cursor made with another key', () => {
-    const other = new CursorCodec('another-deployment-secret')
+    const other = new CursorCodec('another-deployment-secret', 'listPets')
     expect(codec.decode(other.encode({ lastId: 5, status: 'sold' }), 'sold')).toBeUndefined()
   })
 
@@ -112,5 +115,33 @@ describe('cursor codec', () => {
     const [payloadB, tagB] = codec.encode({ lastId: 500, status: 'sold' }).split('.')
     expect(codec.decode(`${payloadA}.${tagB}`, 'sold')).toBeUndefined()
     expect(codec.decode(`${payloadB}.${tagA}`, 'sold')).toBeUndefined()
+  })
+
+  it('refuses a cursor another listing issued, or one made for another scope of this listing', () => {
+    const categories = new CursorCodec('unit-test-cursor-secret', 'listCategoryPets')
+    const listed = codec.encode({ lastId: 5, status: 'sold' })
+    expect(categories.decode(listed, 'sold')).toBeUndefined()
+    expect(codec.decode(categories.encode({ lastId: 5, status: 'sold' }), 'sold')).toBeUndefined()
+    const inCategory7 = categories.encode({ lastId: 5, status: undefined, scope: '7' })
+    expect(categories.decode(inCategory7, undefined, '7')).toStrictEqual({
+      lastId: 5,
+      status: undefined,
+      scope: '7',
+    })
+    expect(categories.decode(inCategory7, undefined, '8')).toBeUndefined()
+    expect(categories.decode(inCategory7, undefined)).toBeUndefined()
+  })
+
+  it('still reads the cursors listPets issued before cursors named their listing, and no other listing does', () => {
+    // A version 1 cursor: [1, status, lastId], tagged with the same key.
+    const payload = Buffer.from(JSON.stringify([1, 'sold', 42])).toString('base64url')
+    const tag = createHmac('sha256', 'unit-test-cursor-secret')
+      .update(payload)
+      .digest()
+      .subarray(0, 12)
+      .toString('base64url')
+    expect(codec.decode(`${payload}.${tag}`, 'sold')).toStrictEqual({ lastId: 42, status: 'sold' })
+    const other = new CursorCodec('unit-test-cursor-secret', 'listCategoryPets')
+    expect(other.decode(`${payload}.${tag}`, 'sold')).toBeUndefined()
   })
 })

@@ -1,23 +1,60 @@
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { authorizerDependencies } from '#functions/authorizer/authorizer-dependencies.ts'
-import { createPetDependencies } from '#functions/create-pet/create-pet-dependencies.ts'
-import { getPetDependencies } from '#functions/get-pet/get-pet-dependencies.ts'
 import { keySyncDependencies } from '#functions/key-sync/key-sync-dependencies.ts'
-import { listPetsDependencies } from '#functions/list-pets/list-pets-dependencies.ts'
+import { ROUTES, type RouteDefinition, tableAccessOf } from '#shared/config/routes-config.ts'
 
 /**
  * Each function's wiring (`functions/<fn>/<fn>-dependencies.ts`) reads its environment once, at
  * the cold start: a variable its stack forgot fails there, naming the variable, never later in a
- * request. (test/infra/functions.test.ts starts every deployed bundle with its stack's
- * environment.)
+ * request. Every route's, found through the route table, with the variables its route entry
+ * brings (a table's name per table, the cursor secret with `cursors: true`); the authorizer's
+ * and the key sync's. (test/infra/functions.test.ts starts every deployed bundle with its
+ * stack's environment.)
  */
 const AWS = { AWS_REGION: 'eu-west-1' }
-const PET_OPERATION = { ...AWS, TABLE_NAME: 'pets', RATE_LIMIT_TABLE_NAME: 'rate-limits' }
 
-const functions = [
-  ['getPet', getPetDependencies, PET_OPERATION],
-  ['listPets', listPetsDependencies, { ...PET_OPERATION, CURSOR_SECRET: 'c'.repeat(64) }],
-  ['createPet', createPetDependencies, { ...PET_OPERATION, IDEMPOTENCY_TABLE_NAME: 'idempotency' }],
+/** The variable that carries each table's name (infra/constructs/operation-functions-construct.ts). */
+const TABLE_VARIABLES: Record<string, string> = {
+  pets: 'TABLE_NAME',
+  idempotency: 'IDEMPOTENCY_TABLE_NAME',
+  rateLimits: 'RATE_LIMIT_TABLE_NAME',
+}
+
+type Build = (env: NodeJS.ProcessEnv) => object
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url))
+const camelCase = (name: string) =>
+  name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase())
+
+/** A route's `<fn>Dependencies`, from its folder. */
+const routeDependencies = async (route: RouteDefinition): Promise<Build> => {
+  const file = `functions/${route.functionName}/${route.functionName}-dependencies.ts`
+  const module = (await import(pathToFileURL(join(repoRoot, file)).href)) as Record<string, Build>
+  const build = module[`${camelCase(route.functionName)}Dependencies`]
+  if (!build) throw new Error(`${file} exports no ${camelCase(route.functionName)}Dependencies`)
+  return build
+}
+
+/** The variables a route's function gets from its stack, by its route entry. */
+const routeEnvironment = (route: RouteDefinition): Record<string, string> => ({
+  ...AWS,
+  ...Object.fromEntries(
+    tableAccessOf(route).map(([table]) => [TABLE_VARIABLES[table] as string, `${table}-table`]),
+  ),
+  ...(route.cursors ? { CURSOR_SECRET: 'c'.repeat(64) } : {}),
+})
+
+const functions: [string, Build, Record<string, string>][] = [
+  ...(await Promise.all(
+    (ROUTES as readonly RouteDefinition[]).map(
+      async (route): Promise<[string, Build, Record<string, string>]> => [
+        route.operationId,
+        await routeDependencies(route),
+        routeEnvironment(route),
+      ],
+    ),
+  )),
   [
     'authorizer',
     authorizerDependencies,
@@ -39,7 +76,7 @@ const functions = [
       API_STAGE: 'staging',
     },
   ],
-] as const
+]
 
 const requiredVariables = functions.flatMap(([name, build, env]) =>
   Object.keys(env)
@@ -49,7 +86,9 @@ const requiredVariables = functions.flatMap(([name, build, env]) =>
 
 describe('function dependencies', () => {
   it('the authorizer refuses MAC secrets it cannot read, at the cold start', () => {
-    const [, build, env] = functions[3]
+    const [, build, env] = functions.find(
+      ([name]) => name === 'authorizer',
+    ) as (typeof functions)[number]
     for (const KEY_MAC_SECRETS of ['1:short', 'one:'.padEnd(40, 'x'), `0:${'m'.repeat(64)}`]) {
       expect(() => build({ ...env, KEY_MAC_SECRETS })).toThrow(/KEY_MAC_SECRETS must be/)
     }

@@ -1,10 +1,24 @@
 import { readFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import ts from 'typescript'
 import { describe, expect, it } from 'vitest'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import { ROUTES } from '#shared/config/routes-config.ts'
-import { REPO_ROOT, roomsImported, roomsOnDisk, sourceFiles } from '#test/support/source-files.ts'
+import {
+  REPO_ROOT,
+  roomsImported,
+  roomsOnDisk,
+  type SourceFile,
+  sourceFiles,
+} from '#test/support/source-files.ts'
+import { TESTED_ELSEWHERE } from '#test/support/tested-elsewhere.ts'
+import {
+  entryMatches,
+  entryProblem,
+  suggestion,
+  testGraph,
+  testNameOf,
+} from '#test/support/tests-by-name.ts'
 
 /**
  * Which top folder may import which (besides itself): the one statement of the rule. Lower rooms
@@ -46,6 +60,34 @@ const layoutTable = (): Record<string, string[]> => {
     }),
   )
 }
+
+/** Rooms whose code reads a config table at run or deploy time: the CDK, the local server, the tools. */
+const CONFIG_READERS = ['infra', 'local', 'ops']
+
+/**
+ * A config table no Lambda loads may stay in shared/ when it is one: a `-config.ts` module that
+ * exports values (not types alone), read by the CDK, the local server or a tool outside the keys
+ * wing. The name alone is not enough, and neither is a reader among the tests or the bench.
+ */
+const isConfigTableOutsideTheWing = (file: SourceFile, readers: SourceFile[]): boolean =>
+  file.path.endsWith('-config.ts') &&
+  exportsValues(file) &&
+  readers.some(
+    (reader) =>
+      CONFIG_READERS.includes(reader.room) &&
+      !KEYS_WING.some((wing) => reader.path.startsWith(wing)),
+  )
+
+/** Whether a module exports anything that exists at run time (a const, function or class). */
+const exportsValues = ({ ast }: SourceFile): boolean =>
+  ast.statements.some(
+    (statement) =>
+      (ts.isVariableStatement(statement) ||
+        ts.isFunctionDeclaration(statement) ||
+        ts.isClassDeclaration(statement) ||
+        ts.isEnumDeclaration(statement)) &&
+      (ts.getModifiers(statement) ?? []).some(({ kind }) => kind === ts.SyntaxKind.ExportKeyword),
+  )
 
 describe('the layout', () => {
   it('has a rule for every top folder that holds TypeScript, and no rule for a folder that is gone', () => {
@@ -93,16 +135,10 @@ describe('the layout', () => {
       files.filter((file) => roomsImported(file).some(({ target }) => target === path))
     const misplaced = files
       .filter(({ room, path }) => room === 'shared' && !loaded.has(path))
-      .filter(
-        ({ path }) =>
-          // A config table no Lambda loads stays when the CDK, the local server or a tool outside
-          // the keys wing reads it too.
-          !path.endsWith('-config.ts') ||
-          importers(path).every((file) => KEYS_WING.some((wing) => file.path.startsWith(wing))),
-      )
+      .filter((file) => !isConfigTableOutsideTheWing(file, importers(file.path)))
       .map(
         ({ path }) =>
-          `${path}: no Lambda of the API loads it; move it to keys/ (or to the one tool that uses it)`,
+          `${path}: no Lambda of the API loads it; move it to keys/ (or beside the one tool that uses it; types only the tests and the bench read go beside what they describe, as functions/operation-fixture-types.ts)`,
       )
     expect(misplaced).toEqual([])
   })
@@ -140,5 +176,46 @@ describe('the layout', () => {
         .map(({ specifier }) => `${file.path} imports ${specifier}`),
     )
     expect(crossings).toEqual([])
+  })
+})
+
+describe('tests by name', () => {
+  const graph = testGraph(files)
+  const product = files.filter(({ room }) => room !== 'test')
+  const testNames = new Set(
+    files.filter(({ path }) => path.endsWith('.test.ts')).map(({ path }) => basename(path)),
+  )
+  const entriesOf = (path: string) =>
+    Object.entries(TESTED_ELSEWHERE).filter(([key]) => entryMatches(key, path))
+
+  it('gives every source file a test of its name, or an entry of TESTED_ELSEWHERE naming where it is tested', () => {
+    const untested = product
+      .filter(({ path }) => !testNames.has(testNameOf(path)) && entriesOf(path).length === 0)
+      .map(
+        ({ path }) =>
+          `${path} has no test of its name: add test/<unit|integration|e2e|infra>/${testNameOf(path)}, or, if a test already covers it, the line '${path}': '<that test>', to TESTED_ELSEWHERE in test/support/tested-elsewhere.ts${suggestion(graph, path)}`,
+      )
+    expect(untested).toEqual([])
+  })
+
+  it('holds TESTED_ELSEWHERE to the truth: each entry names a test that loads or runs its files, and no file with a test of its name', () => {
+    const problems = Object.entries(TESTED_ELSEWHERE).flatMap(([key, where]) => {
+      const matched = product.filter(({ path }) => entryMatches(key, path))
+      if (matched.length === 0) {
+        return [
+          `TESTED_ELSEWHERE's '${key}' names no source file: take it out of test/support/tested-elsewhere.ts`,
+        ]
+      }
+      return matched.flatMap(({ path }) => {
+        if (testNames.has(testNameOf(path)) && !key.includes('*')) {
+          return [
+            `${path} has a test of its name (${testNameOf(path)}): take its line out of test/support/tested-elsewhere.ts`,
+          ]
+        }
+        const problem = entryProblem(graph, path, where)
+        return problem ? [problem] : []
+      })
+    })
+    expect(problems).toEqual([])
   })
 })

@@ -7,6 +7,7 @@ import {
   COMMON_ERROR_STATUSES,
   errorStatusesOf,
   grantsWrite,
+  indexDeclarationProblems,
   limiterAccessOf,
   type OperationId,
   ROUTES,
@@ -57,6 +58,31 @@ describe('routes config', () => {
     },
   )
 
+  it.each(ROUTES.map((route) => [route.operationId, route] as const))(
+    '%s: names the indexes its levels query, and only indexes a level lets it query',
+    (_operationId, route: RouteDefinition) => {
+      expect(indexDeclarationProblems(route)).toEqual([])
+    },
+  )
+
+  it('says how to fix an index declaration its levels cannot honour', () => {
+    const route = { ...ROUTES[0], operationId: 'listCategoryPets' } as RouteDefinition
+    expect(indexDeclarationProblems({ ...route, tables: { pets: 'QUERY' }, indexes: {} })).toEqual([
+      expect.stringMatching(
+        /^listCategoryPets's level QUERY on pets queries indexes, but its route entry names none: add indexes: \{ pets: \[/,
+      ),
+    ])
+    expect(
+      indexDeclarationProblems({
+        ...route,
+        tables: { pets: 'LOOKUP' },
+        indexes: { pets: ['status'] },
+      }),
+    ).toEqual([
+      expect.stringMatching(/^listCategoryPets names indexes status of pets, but its level LOOKUP/),
+    ])
+  })
+
   it('derives the write flag from the method unless a route states it', () => {
     const route = { ...ROUTES[0], tables: { pets: 'LOOKUP' } } as const
     expect(writesOf({ ...route, method: 'GET' })).toBe(false)
@@ -83,9 +109,7 @@ describe('routes config', () => {
   })
 
   it('finds each route by its operation id', () => {
-    for (const id of ['listPets', 'createPet', 'getPet'] as const) {
-      expect(routeOf(id).operationId).toBe(id)
-    }
+    for (const { operationId } of ROUTES) expect(routeOf(operationId).operationId).toBe(operationId)
     expect(() => routeOf('listOrders' as OperationId)).toThrow(/listOrders/)
   })
 })

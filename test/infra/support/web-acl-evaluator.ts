@@ -51,18 +51,40 @@ export const transform = (value: string, transformations: { Type: string }[]): s
       throw new Error(`text transformation ${Type} is not modelled here`)
     }, value)
 
-const ipv4 = (address: string): number =>
-  address.split('.').reduce((sum, part) => sum * 256 + Number(part), 0)
-
-const inCidr = (ip: string, cidr: string): boolean => {
-  const [base, bits = '32'] = cidr.split('/')
-  const size = 2 ** (32 - Number(bits))
-  return Math.floor(ipv4(ip) / size) === Math.floor(ipv4(base as string) / size)
+/** An address as a number and its width in bits: IPv4 (32) or IPv6 (128, `::` shortening read). */
+const addressBits = (address: string): { value: bigint; bits: 32 | 128 } | undefined => {
+  if (/^\d{1,3}(\.\d{1,3}){3}$/.test(address)) {
+    return {
+      value: address.split('.').reduce((sum, part) => sum * 256n + BigInt(part), 0n),
+      bits: 32,
+    }
+  }
+  if (!address.includes(':')) return undefined
+  const [head = '', tail] = address.split('::') as [string, string | undefined]
+  const groups = (text: string) => (text === '' ? [] : text.split(':'))
+  const missing = 8 - groups(head).length - groups(tail ?? '').length
+  const all = [
+    ...groups(head),
+    ...(tail === undefined ? [] : Array(missing).fill('0')),
+    ...groups(tail ?? ''),
+  ]
+  if (all.length !== 8) return undefined
+  return { value: all.reduce((sum, group) => sum * 65536n + BigInt(`0x${group}`), 0n), bits: 128 }
 }
 
 const ipSetAddresses = (resources: Resources, arn: unknown): string[] => {
   const id = (arn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]
   return (resources[id]?.Properties?.Addresses as string[] | undefined) ?? []
+}
+
+/** Whether `ip` is in `cidr`, of the same IP version (WAF's IP sets hold one version each). */
+export const inCidr = (ip: string, cidr: string): boolean => {
+  const [base = '', prefix] = cidr.split('/')
+  const address = addressBits(ip)
+  const network = addressBits(base)
+  if (!address || !network || address.bits !== network.bits) return false
+  const shift = BigInt(address.bits - Number(prefix ?? address.bits))
+  return address.value >> shift === network.value >> shift
 }
 
 const fieldValue = (field: Record<string, unknown>, request: WafRequest): string | undefined => {
@@ -81,6 +103,11 @@ export const statementMatches = (
   const [[type, body]] = Object.entries(statement) as [[string, Record<string, unknown>]]
   if (type === 'AndStatement') {
     return (body.Statements as Statement[]).every((inner) =>
+      statementMatches(inner, request, resources),
+    )
+  }
+  if (type === 'OrStatement') {
+    return (body.Statements as Statement[]).some((inner) =>
       statementMatches(inner, request, resources),
     )
   }

@@ -1,12 +1,13 @@
 import type fc from 'fast-check'
-import type { COMMON_ERROR_STATUSES, Route, RouteDefinition } from './routes-config.ts'
+import type { COMMON_ERROR_STATUSES, Route, RouteDefinition } from '#shared/config/routes-config.ts'
 
 /**
- * What an operation's folder declares besides its handler (`functions/<fn>/<fn>-operation.ts`):
- * its sample requests and their outcomes, its hostile input, and what the bench sends it and
- * answers for DynamoDB. The tests and the bench read every operation's declaration through the
- * route table (functions/operation-facts.ts), so no registry lists operations by hand. Types
- * only: a declaration imports nothing that runs, so no Lambda and no bench process pays for it.
+ * The shape of an operation's fixtures (`functions/<fn>/<fn>-fixtures.ts`): what the tests and
+ * the bench exercise its function with and hold it to. Its sample requests and their outcomes,
+ * its hostile input, and what the bench sends it, answers for DynamoDB and the figures it must
+ * stay within. The tests and the bench read every operation's fixtures through the route table
+ * (functions/operation-fixtures.ts), so no registry lists operations by hand. Types only: a
+ * fixtures file imports nothing that runs, so no Lambda and no bench process pays for it.
  */
 
 /** A request as the route's Lambda gets it; method and resource come from its route. */
@@ -126,11 +127,28 @@ export interface BenchFacts {
   budget: FunctionBudget
 }
 
-/** An operation's declaration: `export const operation = {…} satisfies OperationFacts<'getPet'>`. */
-export interface OperationFacts<Id extends Route['operationId']> {
+/**
+ * A listing's facts for the listing contract (test/integration/listing-contract.test.ts): every
+ * route with `cursors: true` pages with limit, status filter and cursor, and the check makes pets
+ * in and out of its scope, pages through it, and holds it to the contract (docs/api.md,
+ * "Pagination").
+ */
+export interface ListingFacts {
+  /** A page request as the route takes it: its path parameters (the check adds the query). */
+  request: SampleRequest
+  /** What a pet needs to be in that listing (its scope), as createPet's body says it. */
+  pet: { categoryId?: bigint }
+  /** Another scope of the same listing, for a listing narrowed by its path: its request and pets. */
+  elsewhere?: { request: SampleRequest; pet: { categoryId?: bigint } }
+}
+
+type RouteOf<Id extends Route['operationId']> = Extract<Route, { operationId: Id }>
+
+/** An operation's fixtures: `export const fixtures = {…} satisfies OperationFixtures<'getPet'>`. */
+export type OperationFixtures<Id extends Route['operationId']> = {
   /** Requests that take it to every outcome its route declares (route-table-access.test.ts). */
-  outcomes: OutcomesOf<Extract<Route, { operationId: Id }>>
+  outcomes: OutcomesOf<RouteOf<Id>>
   /** Its hostile input (test/e2e/hostile-input.test.ts). */
   fuzz: (context: FuzzContext) => OperationFuzz
   bench: BenchFacts
-}
+} & (RouteOf<Id> extends { cursors: true } ? { listing: ListingFacts } : { listing?: never })

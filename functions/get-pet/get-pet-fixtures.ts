@@ -1,6 +1,6 @@
-import type { OperationFacts } from '#shared/config/operation-facts-config.ts'
+import type { OperationFixtures } from '#functions/operation-fixture-types.ts'
 
-// What getPet's folder declares for the tests and the bench (shared/config/operation-facts-config.ts).
+// What getPet's folder declares for the tests and the bench (functions/operation-fixture-types.ts).
 
 const getPet = (key: string, petId: string) => ({
   method: 'GET',
@@ -8,7 +8,7 @@ const getPet = (key: string, petId: string) => ({
   headers: { Authorization: `Bearer ${key}` },
 })
 
-export const operation = {
+export const fixtures = {
   outcomes: {
     // The pet createPet's 201 made.
     200: { requests: [{ pathParameters: { petId: '1' } }] },
@@ -46,4 +46,4 @@ export const operation = {
       initInstructionsRatio: 1.23,
     },
   },
-} satisfies OperationFacts<'getPet'>
+} satisfies OperationFixtures<'getPet'>

@@ -1,6 +1,6 @@
-import type { OperationFacts } from '#shared/config/operation-facts-config.ts'
+import type { OperationFixtures } from '#functions/operation-fixture-types.ts'
 
-// What listPets' folder declares for the tests and the bench (shared/config/operation-facts-config.ts).
+// What listPets' folder declares for the tests and the bench (functions/operation-fixture-types.ts).
 
 const listPets = (key: string, query: Record<string, string>) => {
   const search = new URLSearchParams(query)
@@ -11,7 +11,7 @@ const listPets = (key: string, query: Record<string, string>) => {
   }
 }
 
-export const operation = {
+export const fixtures = {
   outcomes: {
     // Unfiltered: a scan; filtered: a query of the status index.
     200: { requests: [{ query: { limit: '5' } }, { query: { status: 'available' } }] },
@@ -48,6 +48,8 @@ export const operation = {
         .map((query) => ({ requests: [listPets(key, query)] })),
     },
   }),
+  // Every pet, no scope: the contract's pages with and without a status filter.
+  listing: { request: {}, pet: {} },
   bench: {
     event: { query: { limit: '20', status: 'available' } },
     dynamo: ({ limiter, page }) => ({ ...limiter, 'Query pets': page, 'Scan pets': page }),
@@ -61,4 +63,4 @@ export const operation = {
       initInstructionsRatio: 1.25,
     },
   },
-} satisfies OperationFacts<'listPets'>
+} satisfies OperationFixtures<'listPets'>

@@ -1,6 +1,6 @@
-import type { FuzzContext, OperationFacts } from '#shared/config/operation-facts-config.ts'
+import type { FuzzContext, OperationFixtures } from '#functions/operation-fixture-types.ts'
 
-// What createPet's folder declares for the tests and the bench (shared/config/operation-facts-config.ts).
+// What createPet's folder declares for the tests and the bench (functions/operation-fixture-types.ts).
 
 const JSON_BODY = { 'Content-Type': 'application/json' }
 const REX = '{"name":"Rex","categoryId":1,"status":"available"}'
@@ -33,7 +33,7 @@ const validPetBody = ({ fc }: FuzzContext) =>
 
 let counter = 0
 
-export const operation = {
+export const fixtures = {
   outcomes: {
     // A create reserves an id block (counter update), claims its Idempotency-Key and puts the
     // pet; the repeat under the same key is a replay, which reads the stored answer back.
@@ -123,4 +123,4 @@ export const operation = {
       initInstructionsRatio: 1.3,
     },
   },
-} satisfies OperationFacts<'createPet'>
+} satisfies OperationFixtures<'createPet'>
