@@ -76,7 +76,11 @@ export const EXECUTION_PERMISSIONS: Record<string, ResourceTypePermissions> = {
           'dynamodb:TagResource',
           'dynamodb:UntagResource',
         ],
-        resources: [arn(s, 'dynamodb', `table/${dataStack(s)}-*`)],
+        // The data stack's tables, and the API stack's address-block table (counts and blocks).
+        resources: [
+          arn(s, 'dynamodb', `table/${dataStack(s)}-*`),
+          arn(s, 'dynamodb', `table/${apiStack(s)}-*`),
+        ],
       },
     ],
   },
@@ -229,6 +233,20 @@ export const EXECUTION_PERMISSIONS: Record<string, ResourceTypePermissions> = {
         resources: logGroups(s),
       },
       { actions: ['logs:DescribeLogGroups'], resources: [arn(s, 'logs', 'log-group:*')] },
+    ],
+  },
+  // The access log's delivery to the address-block function: a Lambda destination takes no role
+  // (no iam:PassRole); CloudWatch Logs may invoke the function through its AWS::Lambda::Permission.
+  'AWS::Logs::SubscriptionFilter': {
+    statements: (s) => [
+      {
+        actions: [
+          'logs:PutSubscriptionFilter',
+          'logs:DescribeSubscriptionFilters',
+          'logs:DeleteSubscriptionFilter',
+        ],
+        resources: logGroups(s),
+      },
     ],
   },
   'AWS::ApiGateway::RestApi': apiGatewayEntry('/restapis', '/restapis/*'),

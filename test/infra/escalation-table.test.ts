@@ -31,6 +31,7 @@ import { appAssemblyDir, appStage, synthesizeApp } from './support/synth-app.ts'
  * same table (checked below).
  */
 const STAGES = ['staging', 'production'] as const
+const otherStage = (stage: string) => (stage === 'staging' ? 'production' : 'staging')
 const stackArn = (name: string) =>
   `arn:aws:cloudformation:${REGION}:${ACCOUNT}:stack/${name}/0a1b2c3d-1111-2222-3333-444455556666`
 const stack = stackArn
@@ -259,6 +260,36 @@ const FORBIDDEN: ForbiddenAct[] = [
           context: tags,
         },
       ]),
+  },
+  {
+    // The execution policy holds WAF IP sets to the stage's own names (the automatic block's
+    // lists and the operator's): not another stage's, not one the project did not make.
+    act: "change another stage's WAF block lists, or an IP set not the project's",
+    requests: (stage) =>
+      [
+        `petstore-${otherStage(stage)}-blocked-addresses`,
+        `petstore-${otherStage(stage)}-auto-blocked-ipv4`,
+        'corporate-allow-list',
+      ].flatMap((name) =>
+        ['wafv2:UpdateIPSet', 'wafv2:DeleteIPSet'].map((action) => ({
+          action,
+          resource: `arn:aws:wafv2:${REGION}:${ACCOUNT}:regional/ipset/${name}/0a1b2c3d`,
+        })),
+      ),
+  },
+  {
+    // The access log's subscription to the address-block function: the stage's own log groups
+    // only, so no release sends another stage's logs, or the account's, anywhere.
+    act: 'subscribe a log group outside the stage to a destination',
+    requests: (stage) =>
+      [
+        `/petstore/${otherStage(stage)}/api-access`,
+        '/aws/lambda/billing',
+        'aws-cloudtrail-logs',
+      ].map((name) => ({
+        action: 'logs:PutSubscriptionFilter',
+        resource: `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:${name}:*`,
+      })),
   },
   {
     act: "turn off production's termination protection",

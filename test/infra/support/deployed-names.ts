@@ -102,6 +102,11 @@ const naming = (
       const name = named('LogGroupName', 512)
       return { ref: name, arn: arn('logs', `log-group:${name}:*`) }
     }
+    case 'AWS::Logs::SubscriptionFilter': {
+      // A filter is named within its log group, whose ARN IAM authorizes its actions on.
+      const group = literal(resolve(properties.LogGroupName)) ?? 'unknown'
+      return { ref: named('FilterName', 512), arn: arn('logs', `log-group:${group}:*`) }
+    }
     case 'AWS::SNS::Topic': {
       const topic = arn('sns', named('TopicName', 256))
       return { ref: topic, arn: topic }
