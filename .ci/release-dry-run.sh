@@ -4,8 +4,10 @@
 # bundles of that assembly over HTTP on the embedded DynamoDB, the assembly's digest; then the
 # hand-off a deploy job gets (a copy, as the artifact's upload and download make one) checked
 # against the tested assembly, a changed bundle and an empty expectation refused, a setting given
-# with -c that cdk.json does not hold refused by the CDK CLI's synthesis, and the deploy command
-# named, not run.
+# with -c that cdk.json does not hold refused by the CDK CLI's synthesis; production's plan against
+# an assembly standing in for production as deployed (a hand deploy that gave an alarm email on the
+# command line), the approver's summary printed with the removed alarm subscription first; and the
+# deploy commands named, not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,6 +57,20 @@ grep -q 'cdk.json does not hold that' "$work/refused.txt" || {
   exit 1
 }
 
+echo "== production's plan against production as deployed: the approver's summary"
+# What release:plan prints from CloudFormation's change sets, made here offline from the templates
+# (no AWS account). The deployed stand-in has an alarm email subscription the release does not:
+# the summary must say first that it is deleted.
+npx node --import tsx test/support/deployed-assembly-cli.ts "$work/deployed"
+npm run -s release:summary -- --deployed "$work/deployed" --app cdk.out --stage production | tee "$work/summary.md"
+first_section="$(grep -m1 '^### ' "$work/summary.md")"
+first_row="$(awk '/^### /{n++} n==1 && /^\| `/{print; exit}' "$work/summary.md")"
+if [ "$first_section" != "### Removals (1)" ] ||
+  ! grep -q '`AWS::SNS::Subscription` | deleted |' <<<"$first_row"; then
+  echo "release-dry-run: the summary does not show the removed alarm subscription first ($first_section; $first_row)" >&2
+  exit 1
+fi
+
 echo "== the deploys the pipeline would run on that assembly (not run: no AWS account)"
-node -e 'const s=require("./package.json").scripts; for (const n of ["release:deploy:staging","release:deploy:production"]) console.log(`${n}: ${s[n]}`)'
+node -e 'const s=require("./package.json").scripts; for (const n of ["release:deploy:staging","release:plan","release:apply"]) { if (!s[n]) { console.error(`release-dry-run: no ${n} script`); process.exit(1) } console.log(`${n}: ${s[n]}`) }'
 echo "release dry run: passed ($digest)"

@@ -12,6 +12,13 @@
  * no name (API Gateway's ids, a web ACL or a secret CloudFormation names), the entry says so.
  */
 import {
+  apiGatewayEntry,
+  apigateway,
+  apiKeyEntry,
+  apiStack,
+  usagePlanKeyEntry,
+} from './api-gateway-permissions-config.ts'
+import {
   type ExecutionStatement,
   type PermissionScope,
   type ResourceTypePermissions,
@@ -21,10 +28,7 @@ import {
 
 const arn = (s: PermissionScope, service: string, resource: string, region = s.region) =>
   `arn:${s.partition}:${service}:${region}:${s.account}:${resource}`
-const apiStack = (s: PermissionScope) => `petstore-${s.stage}-api`
 const dataStack = (s: PermissionScope) => `petstore-${s.stage}-data`
-const apigateway = (s: PermissionScope, ...paths: string[]) =>
-  paths.map((path) => `arn:${s.partition}:apigateway:${s.region}::${path}`)
 const functions = (s: PermissionScope) => [
   arn(s, 'lambda', `function:${apiStack(s)}-*`),
   arn(s, 'lambda', `function:${apiStack(s)}-*:*`),
@@ -34,7 +38,6 @@ const logGroups = (s: PermissionScope) =>
     arn(s, 'logs', `log-group:${name}`),
     arn(s, 'logs', `log-group:${name}:*`),
   ])
-const API_GATEWAY_VERBS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].map((v) => `apigateway:${v}`)
 
 /**
  * The AWS managed policies a stage's roles have attached (CDK attaches them): the only ones the
@@ -51,13 +54,6 @@ export const ROLE_SERVICES = [
   'apigateway.amazonaws.com',
   'codedeploy.amazonaws.com',
 ] as const
-
-const apiGatewayEntry = (...paths: string[]): ResourceTypePermissions => ({
-  note: "API Gateway's ARNs hold ids, never names: the stage's REST API and usage plans cannot be told from another API's in the Region. No entry names /apikeys: no key can be read, made or deleted.",
-  statements: (s) => [
-    { actions: API_GATEWAY_VERBS, resources: apigateway(s, ...paths, '/tags/*') },
-  ],
-})
 
 /** One entry per resource type of the stage templates (both stages, with or without a custom domain). */
 export const EXECUTION_PERMISSIONS: Record<string, ResourceTypePermissions> = {
@@ -80,7 +76,11 @@ export const EXECUTION_PERMISSIONS: Record<string, ResourceTypePermissions> = {
           'dynamodb:TagResource',
           'dynamodb:UntagResource',
         ],
-        resources: [arn(s, 'dynamodb', `table/${dataStack(s)}-*`)],
+        // The data stack's tables, and the API stack's address-block table (counts and blocks).
+        resources: [
+          arn(s, 'dynamodb', `table/${dataStack(s)}-*`),
+          arn(s, 'dynamodb', `table/${apiStack(s)}-*`),
+        ],
       },
     ],
   },
@@ -235,6 +235,20 @@ export const EXECUTION_PERMISSIONS: Record<string, ResourceTypePermissions> = {
       { actions: ['logs:DescribeLogGroups'], resources: [arn(s, 'logs', 'log-group:*')] },
     ],
   },
+  // The access log's delivery to the address-block function: a Lambda destination takes no role
+  // (no iam:PassRole); CloudWatch Logs may invoke the function through its AWS::Lambda::Permission.
+  'AWS::Logs::SubscriptionFilter': {
+    statements: (s) => [
+      {
+        actions: [
+          'logs:PutSubscriptionFilter',
+          'logs:DescribeSubscriptionFilters',
+          'logs:DeleteSubscriptionFilter',
+        ],
+        resources: logGroups(s),
+      },
+    ],
+  },
   'AWS::ApiGateway::RestApi': apiGatewayEntry('/restapis', '/restapis/*'),
   'AWS::ApiGateway::Resource': apiGatewayEntry('/restapis/*'),
   'AWS::ApiGateway::Method': apiGatewayEntry('/restapis/*'),
@@ -243,6 +257,8 @@ export const EXECUTION_PERMISSIONS: Record<string, ResourceTypePermissions> = {
   'AWS::ApiGateway::Stage': apiGatewayEntry('/restapis/*'),
   'AWS::ApiGateway::GatewayResponse': apiGatewayEntry('/restapis/*'),
   'AWS::ApiGateway::UsagePlan': apiGatewayEntry('/usageplans', '/usageplans/*'),
+  'AWS::ApiGateway::ApiKey': apiKeyEntry,
+  'AWS::ApiGateway::UsagePlanKey': usagePlanKeyEntry,
   'AWS::ApiGateway::Account': {
     note: "API Gateway's CloudWatch role is a setting of the account and Region: iam:PassRole lets it name only a role of the stage.",
     statements: (s) => [
@@ -311,6 +327,24 @@ export const EXECUTION_PERMISSIONS: Record<string, ResourceTypePermissions> = {
           'sns:ListTagsForResource',
         ],
         resources: [arn(s, 'sns', `${apiStack(s)}-*`)],
+      },
+    ],
+  },
+  'AWS::SNS::Subscription': {
+    note: "With an alarm email only. Subscribe names the stage's topic and the email protocol; Unsubscribe and a subscription's attributes take no resource (Service Authorization Reference, Amazon SNS): any subscription of the Region.",
+    statements: (s) => [
+      {
+        actions: ['sns:Subscribe'],
+        resources: [arn(s, 'sns', `${apiStack(s)}-*`)],
+        condition: { StringEquals: { 'sns:Protocol': 'email' } },
+      },
+      {
+        actions: [
+          'sns:Unsubscribe',
+          'sns:GetSubscriptionAttributes',
+          'sns:SetSubscriptionAttributes',
+        ],
+        resources: ['*'],
       },
     ],
   },

@@ -1,4 +1,9 @@
 // The release pipeline's settings: which GitHub repository may deploy which account, and how.
+import {
+  PLAN_ENVIRONMENT,
+  PRODUCTION_APPROVALS,
+  type ProductionApproval,
+} from '#shared/config/production-approval-config.ts'
 import { STAGE_NAMES, type StageName } from '#shared/config/stages-config.ts'
 import { CONTEXT_ROOT, type SettingsReader } from './stage-context-reader.ts'
 
@@ -24,7 +29,17 @@ export interface ReleaseConfig {
   accountsWithGitHubOidcProvider: readonly string[]
   /** The bootstrap qualifier (`cdk bootstrap --qualifier`; CDK's default). */
   bootstrapQualifier: string
+  /**
+   * Who executes production's prepared change sets: the workflow once a required reviewer
+   * approves (`reviewers`: production's release stack makes a role the `production` environment
+   * assumes), or a person with production rights (`operator`: no role any workflow job can use
+   * to change production).
+   */
+  productionApproval: ProductionApproval
 }
+
+/** A GitHub environment a release job runs in: a stage's, or production's plan. */
+export type GitHubEnvironment = StageName | typeof PLAN_ENVIRONMENT
 
 /** `name`: `repo:OWNER/REPO:…`; `immutable`: `repo:OWNER@OWNER_ID/REPO@REPO_ID:…`. */
 export type SubjectForm = 'name' | 'immutable'
@@ -42,6 +57,7 @@ export const RELEASE_SETTINGS = [
   'accountsWithGitHubOidcProvider',
   'oneAccountForBothStages',
   'bootstrapQualifier',
+  'productionApproval',
   'oidcProviderArn',
 ] as const
 type ReleaseSetting = (typeof RELEASE_SETTINGS)[number]
@@ -224,24 +240,47 @@ export const readReleaseConfig = (settings: SettingsReader): ReleaseConfig | und
     )
   }
   const accounts = accountsOf(settings, read)
+  const productionApproval = read.text('productionApproval')
+  if (!PRODUCTION_APPROVALS.includes(productionApproval as ProductionApproval)) {
+    invalid(
+      'release.productionApproval',
+      productionApproval ?? null,
+      '"reviewers" where GitHub enforces required reviewers on the production environment (public repositories on every plan, private ones on GitHub Enterprise only), or "operator": a person with production rights executes the prepared change sets with their own credentials (npm run release:apply). Never chosen by default: on a plan without required reviewers, "reviewers" would let any run on main change production',
+    )
+  }
   return {
     githubRepository,
     ...subjectFormsOf(read, githubRepository),
     accounts,
     accountsWithGitHubOidcProvider: providerAccountsOf(read, accounts),
     bootstrapQualifier,
+    productionApproval: productionApproval as ProductionApproval,
   }
 }
 
-/** The OIDC subjects a stage's deploy job presents, one per form the release trusts. */
-export const oidcSubjects = (release: ReleaseConfig, stage: StageName): string[] => {
+/** The OIDC subjects a job in this GitHub environment presents, one per form the release trusts. */
+export const oidcSubjects = (release: ReleaseConfig, environment: GitHubEnvironment): string[] => {
   const [owner, name] = release.githubRepository.split('/') as [string, string]
   return release.subjectForms.map((form) =>
     form === 'name' || !release.githubIds
-      ? `repo:${owner}/${name}:environment:${stage}`
-      : `repo:${owner}@${release.githubIds.owner}/${name}@${release.githubIds.repository}:environment:${stage}`,
+      ? `repo:${owner}/${name}:environment:${environment}`
+      : `repo:${owner}@${release.githubIds.owner}/${name}@${release.githubIds.repository}:environment:${environment}`,
   )
 }
+
+/**
+ * The GitHub environments whose jobs get a role in a stage's account: a stage's deploy job; for
+ * production, the plan job always and the deploy job only where reviewers gate it.
+ */
+export const releaseEnvironments = (
+  release: ReleaseConfig,
+  stage: StageName,
+): GitHubEnvironment[] =>
+  stage === 'production'
+    ? release.productionApproval === 'reviewers'
+      ? ['production', PLAN_ENVIRONMENT]
+      : [PLAN_ENVIRONMENT]
+    : [stage]
 
 /**
  * Whether this stage's release stack makes its account's GitHub OIDC provider: an account has one

@@ -67,7 +67,10 @@ export const ROLE_BOUNDARY_ACTIONS: Record<string, readonly string[]> = {
     'dynamodb:PutItem',
     'dynamodb:UpdateItem',
     'dynamodb:BatchWriteItem',
+    // The address block ends a block by deleting it.
+    'dynamodb:DeleteItem',
   ],
+  'the address block: the automatic block lists': ['wafv2:GetIPSet', 'wafv2:UpdateIPSet'],
   'the key sync: reads keys and plans, flushes the authorizer cache': [
     'apigateway:GET',
     'apigateway:DELETE',
@@ -92,10 +95,32 @@ export const ROLE_BOUNDARY_ACTIONS: Record<string, readonly string[]> = {
   ],
 }
 
+/**
+ * Groups of ROLE_BOUNDARY_ACTIONS the boundary also holds to resources: a function may change the
+ * automatic block lists (`petstore-<stage>-auto-blocked-ipv4|ipv6`) and no other IP set, so no
+ * release can give a stage role the operator's block list, another stage's or anyone else's.
+ */
+export const ROLE_BOUNDARY_RESOURCES: Record<string, readonly string[]> = {
+  'the address block: the automatic block lists': [
+    'arn:*:wafv2:*:*:regional/ipset/petstore-*-auto-blocked-ipv4/*',
+    'arn:*:wafv2:*:*:regional/ipset/petstore-*-auto-blocked-ipv6/*',
+  ],
+}
+
 /** The stage roles' permissions boundary: the actions above, nothing else. */
-export const roleBoundaryStatements = (): ExecutionStatement[] => [
-  { actions: [...new Set(Object.values(ROLE_BOUNDARY_ACTIONS).flat())].sort(), resources: ['*'] },
-]
+export const roleBoundaryStatements = (): ExecutionStatement[] => {
+  const groups = Object.entries(ROLE_BOUNDARY_ACTIONS)
+  const anywhere = groups.filter(([group]) => !(group in ROLE_BOUNDARY_RESOURCES))
+  return [
+    { actions: [...new Set(anywhere.flatMap(([, actions]) => actions))].sort(), resources: ['*'] },
+    ...groups
+      .filter(([group]) => group in ROLE_BOUNDARY_RESOURCES)
+      .map(([group, actions]) => ({
+        actions: [...actions].sort(),
+        resources: [...(ROLE_BOUNDARY_RESOURCES[group] ?? [])],
+      })),
+  ]
+}
 
 /**
  * The boundary of every role the bootstrap stack makes (`cdk bootstrap
@@ -142,6 +167,7 @@ export const bootstrapBoundaryStatements = (
       notActions: ['iam:Get*', 'iam:List*', 'iam:PassRole', 'iam:Simulate*'],
       resources: [
         iam('role/petstore-*-release-*'),
+        iam('role/petstore-*-plan-*'),
         iam('role/petstore-release-*'),
         iam('role/cdk-*'),
         iam('policy/petstore-*-cfn-execution-*'),

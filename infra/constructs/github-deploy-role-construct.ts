@@ -6,9 +6,12 @@ import {
   makesOidcProvider,
   oidcSubjects,
   type ReleaseConfig,
+  releaseEnvironments,
 } from '#infra/config/release-config.ts'
+import { PLAN_ENVIRONMENT } from '#shared/config/production-approval-config.ts'
 import { stackName } from '#shared/config/stack-names-config.ts'
 import type { StageName } from '#shared/config/stages-config.ts'
+import { GitHubPlanRole } from './github-plan-role-construct.ts'
 
 /** GitHub's OIDC issuer and the audience its official AWS credentials action asks for. */
 export const GITHUB_OIDC_HOST = 'token.actions.githubusercontent.com'
@@ -36,31 +39,53 @@ export interface GitHubDeployRoleProps {
  * name form without them, both only while migrating); the environment's own rules (required
  * reviewers, deployment branches) decide which runs get there.
  */
+/**
+ * Who may assume a release role: a GitHub Actions job of the repository in one environment,
+ * by the exact OIDC subject(s) GitHub sends for it and the audience of its official action.
+ */
+export const githubJobPrincipal = (providerArn: string, subjects: string[]): WebIdentityPrincipal =>
+  new WebIdentityPrincipal(providerArn, {
+    StringEquals: {
+      [`${GITHUB_OIDC_HOST}:aud`]: GITHUB_OIDC_AUDIENCE,
+      [`${GITHUB_OIDC_HOST}:sub`]: subjects.length === 1 ? subjects[0] : subjects,
+    },
+  })
+
 export class GitHubDeployRole extends Construct {
-  readonly role: Role
+  /** The stage's deploy role; production has none where a person applies its plans. */
+  readonly role: Role | undefined
+  /** Production's plan role: prepares change sets, executes none. */
+  readonly planRole: Role | undefined
   /** The account's GitHub OIDC provider, made here or already there. */
   readonly providerArn: string
 
   constructor(scope: Construct, id: string, { stage, release }: GitHubDeployRoleProps) {
     super(scope, id)
-    const { account, region, partition } = Stack.of(this)
+    const { account, partition } = Stack.of(this)
     this.providerArn = makesOidcProvider(release, stage)
       ? this.makeProvider()
       : `arn:${partition}:iam::${account}:oidc-provider/${GITHUB_OIDC_HOST}`
-    const subjects = oidcSubjects(release, stage)
-    this.role = new Role(this, 'Role', {
+    const environments = releaseEnvironments(release, stage)
+    this.role = environments.includes(stage) ? this.makeDeployRole(stage, release) : undefined
+    this.planRole = environments.includes(PLAN_ENVIRONMENT)
+      ? new GitHubPlanRole(this, 'PlanRole', {
+          stage,
+          release,
+          assumedBy: githubJobPrincipal(this.providerArn, oidcSubjects(release, PLAN_ENVIRONMENT)),
+        }).role
+      : undefined
+  }
+
+  private makeDeployRole(stage: StageName, release: ReleaseConfig): Role {
+    const { account, region, partition } = Stack.of(this)
+    const role = new Role(this, 'Role', {
       roleName: `petstore-${stage}-release-${region}`,
       description: `GitHub Actions (${release.githubRepository}, environment ${stage}): deploys and smokes the ${stage} stage`,
       maxSessionDuration: Duration.hours(1),
-      assumedBy: new WebIdentityPrincipal(this.providerArn, {
-        StringEquals: {
-          [`${GITHUB_OIDC_HOST}:aud`]: GITHUB_OIDC_AUDIENCE,
-          [`${GITHUB_OIDC_HOST}:sub`]: subjects.length === 1 ? subjects[0] : subjects,
-        },
-      }),
+      assumedBy: githubJobPrincipal(this.providerArn, oidcSubjects(release, stage)),
     })
     const q = release.bootstrapQualifier
-    this.role.addToPolicy(
+    role.addToPolicy(
       new PolicyStatement({
         sid: 'AssumeBootstrapRoles',
         actions: ['sts:AssumeRole'],
@@ -71,7 +96,7 @@ export class GitHubDeployRole extends Construct {
     )
     // Each wildcard is a stack's own resources: a stack id's suffix, a CloudFormation-made name's.
     const scoped = (sid: string, action: string, resources: string[], why: string) => {
-      this.role.addToPolicy(new PolicyStatement({ sid, actions: [action], resources }))
+      role.addToPolicy(new PolicyStatement({ sid, actions: [action], resources }))
       const shown = (value: string, pseudo: string) =>
         Token.isUnresolved(value) ? `<AWS::${pseudo}>` : value
       for (const resource of resources) {
@@ -79,7 +104,7 @@ export class GitHubDeployRole extends Construct {
           .replace(partition, shown(partition, 'Partition'))
           .replace(region, shown(region, 'Region'))
           .replace(account, shown(account, 'AccountId'))
-        Validations.of(this.role).acknowledge({
+        Validations.of(role).acknowledge({
           id: `AwsSolutions-IAM5[Resource::${display}]`,
           reason: why,
         })
@@ -93,6 +118,7 @@ export class GitHubDeployRole extends Construct {
       [stackArn('api'), stackArn('data')],
       "The stage's two stacks by name: the * is the stack id CloudFormation appends to a stack's ARN.",
     )
+    return role
   }
 
   /**

@@ -13,16 +13,19 @@ import {
   oidcSubjects,
   type ReleaseConfig,
   readReleaseConfig,
+  releaseEnvironments,
 } from '#infra/config/release-config.ts'
 import type { StageConfig } from '#infra/config/stage-config.ts'
 import { GitHubDeployRole } from '#infra/constructs/github-deploy-role-construct.ts'
 import { ReleasePermissions } from '#infra/constructs/release-permissions-construct.ts'
+import { PLAN_ENVIRONMENT } from '#shared/config/production-approval-config.ts'
 import type { StageName } from '#shared/config/stages-config.ts'
 import { stageEnv } from './petstore-stage-stacks.ts'
 
 /** The outputs an operator copies and checks (docs/deploying.md, "The release stacks"). */
 export const RELEASE_STACK_OUTPUTS = [
   'RoleArn',
+  'PlanRoleArn',
   'OidcProviderArn',
   'TrustedSubjects',
   'BootstrapCommand',
@@ -40,8 +43,9 @@ export interface PetstoreReleaseStackProps extends StackProps {
  * legacy synthesizer deploys with the CLI's credentials and needs no bootstrap), so it exists before
  * `cdk bootstrap` names its policies, and the bootstrap roles' boundary denies every change to a
  * `petstore-release-*` stack, its role and its policies (docs/release-permissions.md). Its outputs
- * are what the GitHub environment needs and what an operator checks: `RoleArn`,
- * `OidcProviderArn`, `TrustedSubjects`.
+ * are what the GitHub environments need and what an operator checks: `RoleArn` (a stage's deploy
+ * role; production's only where reviewers gate it), `PlanRoleArn` (production's plan role),
+ * `OidcProviderArn`, `TrustedSubjects`, `BootstrapCommand`.
  */
 export class PetstoreReleaseStack extends Stack {
   readonly deployRole: GitHubDeployRole
@@ -51,18 +55,27 @@ export class PetstoreReleaseStack extends Stack {
     super(scope, id, { synthesizer: new LegacyStackSynthesizer(), ...props })
     this.permissions = new ReleasePermissions(this, 'Permissions', { stage })
     this.deployRole = new GitHubDeployRole(this, 'GitHubDeployRole', { stage, release })
-    const [roleArn, providerArn, subjects, bootstrap] = RELEASE_STACK_OUTPUTS
-    new CfnOutput(this, roleArn, {
-      value: this.deployRole.role.roleArn,
-      description: `Set as the ${stage} environment's AWS_DEPLOY_ROLE_ARN variable in GitHub`,
-    })
+    const [roleArn, planRoleArn, providerArn, subjects, bootstrap] = RELEASE_STACK_OUTPUTS
+    if (this.deployRole.role) {
+      new CfnOutput(this, roleArn, {
+        value: this.deployRole.role.roleArn,
+        description: `Set as the ${stage} environment's AWS_DEPLOY_ROLE_ARN variable in GitHub`,
+      })
+    }
+    if (this.deployRole.planRole) {
+      new CfnOutput(this, planRoleArn, {
+        value: this.deployRole.planRole.roleArn,
+        description: `Set as the ${PLAN_ENVIRONMENT} environment's AWS_PLAN_ROLE_ARN variable in GitHub`,
+      })
+    }
     new CfnOutput(this, providerArn, {
       value: this.deployRole.providerArn,
       description: "The account's GitHub OIDC provider the role trusts",
     })
+    const environments = releaseEnvironments(release, stage)
     new CfnOutput(this, subjects, {
-      value: oidcSubjects(release, stage).join(' '),
-      description: `The OIDC subjects (sub) the role accepts, each matched exactly: GitHub's for a job in the ${stage} environment`,
+      value: environments.flatMap((environment) => oidcSubjects(release, environment)).join(' '),
+      description: `The OIDC subjects (sub) the roles accept, each matched exactly: GitHub's for a job in the ${environments.join(' or ')} environment`,
     })
     new CfnOutput(this, bootstrap, {
       value: this.permissions.bootstrapCommand,

@@ -207,7 +207,10 @@ describe('the control-plane file under a running server', () => {
       await client.send(new CreateApiKeyCommand({ name: 'after', value: NEW, enabled: true }))
       client.destroy()
       const state = parseControlPlaneFile(await readFile(file, 'utf8'), file)
-      expect(state.apiKeys.map((key) => key.value).sort()).toEqual([GOOD, NEW].sort())
+      // Whole: every key of the control plane, the stage's pool key (store keys' meter) included.
+      expect(state.apiKeys.map((key) => key.value).sort()).toEqual(
+        [GOOD, NEW, server.keys.poolKey].sort(),
+      )
     } finally {
       await server.stop()
     }

@@ -2,8 +2,10 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { STACK_NAME_TAG } from '#infra/config/api-gateway-permissions-config.ts'
 import { EXECUTION_PERMISSIONS, ROLE_SERVICES } from '#infra/config/execution-permissions-config.ts'
 import { stageRolePath } from '#infra/config/release-permissions-config.ts'
+import { POOL_PLAN_TAG, stageTags } from '#keys/usage-plans-config.ts'
 import type { Evaluation, IamRequest } from '#local/iam/iam-policy-evaluator.ts'
 import type { StageName } from '#shared/config/stages-config.ts'
 import { REPO_ROOT } from './support/cdk-json.ts'
@@ -17,7 +19,7 @@ import {
   releasePath,
   scopeOf,
 } from './support/release-path.ts'
-import { appAssemblyDir, appStage } from './support/synth-app.ts'
+import { appAssemblyDir, appStage, synthesizeApp } from './support/synth-app.ts'
 
 /**
  * Issue 44's escalation table, evaluated with the project's IAM evaluator (local/iam) on what
@@ -29,15 +31,58 @@ import { appAssemblyDir, appStage } from './support/synth-app.ts'
  * same table (checked below).
  */
 const STAGES = ['staging', 'production'] as const
-const stack = (name: string) =>
+const otherStage = (stage: string) => (stage === 'staging' ? 'production' : 'staging')
+const stackArn = (name: string) =>
   `arn:aws:cloudformation:${REGION}:${ACCOUNT}:stack/${name}/0a1b2c3d-1111-2222-3333-444455556666`
+const stack = stackArn
 const iam = (resource: string) => `arn:aws:iam::${ACCOUNT}:${resource}`
 const bootstrapRoleArn = (name: string) => iam(`role/cdk-${QUALIFIER}-${name}-${ACCOUNT}-${REGION}`)
+const apigateway = (path: string) => `arn:aws:apigateway:${REGION}::${path}`
+/** TagResource's and UntagResource's resource: the tagged resource's ARN, URL-encoded. */
+const tagsOf = (arn: string) => apigateway(`/tags/${encodeURIComponent(arn)}`)
+const CUSTOMER_KEY = apigateway('/apikeys/a1b2c3d4e5')
+
+/** A request's tags as IAM sees them: each as aws:RequestTag/<key>, their keys as aws:TagKeys. */
+const requestTags = (tags: Record<string, string>) => ({
+  ...Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:RequestTag/${k}`, v])),
+  'aws:TagKeys': Object.keys(tags),
+})
+/** A resource's tags as IAM sees them. */
+const resourceTags = (tags: Record<string, string>) =>
+  Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:ResourceTag/${k}`, v]))
+/** CloudFormation's system tags on what a stack creates (no one else can set an `aws:` tag). */
+const systemTags = (stack: string, logicalId: string) => ({
+  [STACK_NAME_TAG]: stack,
+  'aws:cloudformation:logical-id': logicalId,
+  'aws:cloudformation:stack-id': stackArn(stack),
+})
+/** A customer's key after a release gave it every tag it may put on a key. */
+const forgedPoolKeyTags = (stage: string) =>
+  resourceTags({ ...stageTags(stage), [POOL_PLAN_TAG.key]: POOL_PLAN_TAG.value })
+/** Plans customers' keys are on: the stage's own Free plan, and a customer's plan made in the console. */
+const customersPlans = (stage: string) => [
+  {
+    plan: 'freeplan01',
+    tags: resourceTags({
+      ...stageTags(stage),
+      'petstore:plan': 'free',
+      ...systemTags(`petstore-${stage}-api`, 'ApiUsagePlanfree'),
+    }),
+  },
+  {
+    plan: 'acmeplan01',
+    tags: resourceTags({ 'petstore:plan': 'enterprise', 'petstore:customer': 'acme' }),
+  },
+]
 
 interface ForbiddenAct {
   act: string
   requests: (stage: string, path: ReleasePath) => IamRequest[]
 }
+
+/** The roles the release stack makes for GitHub's jobs: the deploy role, and production's plan role. */
+const releaseRoles = (path: ReleasePath): Identity[] =>
+  [path.releaseRole, path.planRole].filter((role): role is Identity => role !== undefined)
 
 /** The acts issue 44 lists, each as the IAM requests that would do it (in staging's account). */
 const FORBIDDEN: ForbiddenAct[] = [
@@ -60,12 +105,15 @@ const FORBIDDEN: ForbiddenAct[] = [
         'iam:DeleteRolePolicy',
         'iam:DetachRolePolicy',
         'iam:DeleteRolePermissionsBoundary',
-      ].map((action) => ({ action, resource: path.releaseRole.arn })),
+      ].flatMap((action) => releaseRoles(path).map((role) => ({ action, resource: role.arn }))),
   },
   {
     act: "change the release role's trust",
     requests: (_stage, path) => [
-      { action: 'iam:UpdateAssumeRolePolicy', resource: path.releaseRole.arn },
+      ...releaseRoles(path).map((role) => ({
+        action: 'iam:UpdateAssumeRolePolicy',
+        resource: role.arn,
+      })),
       {
         action: 'iam:AddClientIDToOpenIDConnectProvider',
         resource: iam('oidc-provider/token.actions.githubusercontent.com'),
@@ -154,10 +202,94 @@ const FORBIDDEN: ForbiddenAct[] = [
   },
   {
     act: "read a customer's key value",
-    requests: () => [
-      { action: 'apigateway:GET', resource: `arn:aws:apigateway:${REGION}::/apikeys/a1b2c3d4e5` },
-      { action: 'apigateway:GET', resource: `arn:aws:apigateway:${REGION}::/apikeys` },
+    requests: (stage) => [
+      { action: 'apigateway:GET', resource: CUSTOMER_KEY },
+      // A customer's key given every tag a release may put on a key (the pool key's own).
+      { action: 'apigateway:GET', resource: CUSTOMER_KEY, context: forgedPoolKeyTags(stage) },
+      { action: 'apigateway:GET', resource: apigateway('/apikeys') },
+      // GetUsagePlanKeys and GetUsagePlanKey return the keys' values.
+      ...customersPlans(stage).flatMap(({ plan, tags }) => [
+        {
+          action: 'apigateway:GET',
+          resource: apigateway(`/usageplans/${plan}/keys`),
+          context: tags,
+        },
+        {
+          action: 'apigateway:GET',
+          resource: apigateway(`/usageplans/${plan}/keys/a1b2c3d4e5`),
+          context: tags,
+        },
+      ]),
     ],
+  },
+  {
+    act: "change, disable or delete a customer's key",
+    requests: (stage) =>
+      ['apigateway:PATCH', 'apigateway:DELETE'].flatMap((action) => [
+        { action, resource: CUSTOMER_KEY },
+        { action, resource: CUSTOMER_KEY, context: forgedPoolKeyTags(stage) },
+      ]),
+  },
+  {
+    act: "tag or untag a customer's key (`petstore:disableAfter` ends it)",
+    requests: () => [
+      {
+        action: 'apigateway:PUT',
+        resource: tagsOf(CUSTOMER_KEY),
+        context: requestTags({ 'petstore:disableAfter': '2026-01-01T00:00:00Z' }),
+      },
+      {
+        action: 'apigateway:DELETE',
+        resource: tagsOf(CUSTOMER_KEY),
+        context: { 'aws:TagKeys': ['petstore:disableAfter'] },
+      },
+    ],
+  },
+  {
+    act: "detach a customer's key from its plan, or attach it to another customer plan",
+    requests: (stage) =>
+      customersPlans(stage).flatMap(({ plan, tags }) => [
+        {
+          action: 'apigateway:DELETE',
+          resource: apigateway(`/usageplans/${plan}/keys/a1b2c3d4e5`),
+          context: tags,
+        },
+        {
+          action: 'apigateway:POST',
+          resource: apigateway(`/usageplans/${plan}/keys`),
+          context: tags,
+        },
+      ]),
+  },
+  {
+    // The execution policy holds WAF IP sets to the stage's own names (the automatic block's
+    // lists and the operator's): not another stage's, not one the project did not make.
+    act: "change another stage's WAF block lists, or an IP set not the project's",
+    requests: (stage) =>
+      [
+        `petstore-${otherStage(stage)}-blocked-addresses`,
+        `petstore-${otherStage(stage)}-auto-blocked-ipv4`,
+        'corporate-allow-list',
+      ].flatMap((name) =>
+        ['wafv2:UpdateIPSet', 'wafv2:DeleteIPSet'].map((action) => ({
+          action,
+          resource: `arn:aws:wafv2:${REGION}:${ACCOUNT}:regional/ipset/${name}/0a1b2c3d`,
+        })),
+      ),
+  },
+  {
+    // The access log's subscription to the address-block function: the stage's own log groups
+    // only, so no release sends another stage's logs, or the account's, anywhere.
+    act: 'subscribe a log group outside the stage to a destination',
+    requests: (stage) =>
+      [
+        `/petstore/${otherStage(stage)}/api-access`,
+        '/aws/lambda/billing',
+        'aws-cloudtrail-logs',
+      ].map((name) => ({
+        action: 'logs:PutSubscriptionFilter',
+        resource: `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:${name}:*`,
+      })),
   },
   {
     act: "turn off production's termination protection",
@@ -246,9 +378,9 @@ describe('the escalation table: every forbidden act is denied on the release pat
 /** What a release of the synthesized stage templates does, each act with the identity that does it. */
 const releaseActs = (
   stage: StageName,
+  { data, api } = appStage(stage),
 ): { who: keyof ReleasePath; what: string; request: IamRequest }[] => {
   const scope = scopeOf(stage)
-  const { data, api } = appStage(stage)
   const stacks = { [`petstore-${stage}-data`]: data, [`petstore-${stage}-api`]: api }
   const deployed = deployedStage(scope, stacks)
   const acts: { who: keyof ReleasePath; what: string; request: IamRequest }[] = []
@@ -323,8 +455,72 @@ const releaseActs = (
     const entry = EXECUTION_PERMISSIONS[resource.type]
     if (!entry) throw new Error(`${resource.type}: no execution permissions entry`)
     const what = `${resource.type} ${resource.logicalId}`
+    // The pool key and its place on the pool plan: rights scoped by tags, so each act with the
+    // tags IAM sees (the template's and CloudFormation's system tags).
+    const tagsOfResource = (r: { stack: string; logicalId: string; properties: unknown }) => ({
+      ...Object.fromEntries(
+        (
+          ((deployed.resolve(r.stack, r.properties) as { Tags?: unknown }).Tags ?? []) as {
+            Key: string
+            Value: string
+          }[]
+        ).map((tag) => [tag.Key, tag.Value]),
+      ),
+      ...systemTags(r.stack, r.logicalId),
+    })
+    if (resource.type === 'AWS::SNS::Subscription') {
+      add('executionRole', `${what}: subscribed`, {
+        action: 'sns:Subscribe',
+        resource: properties.TopicArn as string,
+        context: { 'sns:Protocol': properties.Protocol as string },
+      })
+      for (const action of ['sns:Unsubscribe', 'sns:GetSubscriptionAttributes']) {
+        add('executionRole', what, { action, resource: resource.arn })
+      }
+      continue
+    }
+    if (resource.type === 'AWS::ApiGateway::ApiKey') {
+      const tags = tagsOfResource(resource)
+      add('executionRole', `${what}: created`, {
+        action: 'apigateway:POST',
+        resource: apigateway('/apikeys'),
+        context: requestTags(tags),
+      })
+      add('executionRole', `${what}: tagged on create`, {
+        action: 'apigateway:PUT',
+        resource: tagsOf(resource.arn),
+        context: requestTags(tags),
+      })
+      for (const action of ['apigateway:GET', 'apigateway:PATCH', 'apigateway:DELETE']) {
+        add('executionRole', what, { action, resource: resource.arn, context: resourceTags(tags) })
+      }
+      continue
+    }
+    if (resource.type === 'AWS::ApiGateway::UsagePlanKey') {
+      const planId = deployed.resolve(resource.stack, properties.UsagePlanId)
+      const plan = deployed.resources.find(
+        (r) => r.type === 'AWS::ApiGateway::UsagePlan' && r.ref === planId,
+      )
+      if (!plan) throw new Error(`${what}: no usage plan ${String(planId)}`)
+      // A plan's keys carry their plan's tags for access control.
+      const context = resourceTags(tagsOfResource(plan))
+      add('executionRole', `${what}: attached`, {
+        action: 'apigateway:POST',
+        resource: apigateway(`/usageplans/${planId}/keys`),
+        context,
+      })
+      for (const action of ['apigateway:GET', 'apigateway:DELETE']) {
+        add('executionRole', what, { action, resource: resource.arn, context })
+      }
+      continue
+    }
     // The type's management actions, on this resource as CloudFormation names it.
-    const actions = new Set(entry.statements(scope).flatMap((s) => s.actions))
+    const actions = new Set(
+      entry
+        .statements(scope)
+        .filter((statement) => statement.effect !== 'Deny')
+        .flatMap((statement) => statement.actions),
+    )
     for (const action of actions) {
       if (
         action.startsWith('iam:') ||
@@ -384,7 +580,34 @@ const releaseActs = (
   return acts
 }
 
+/** What the path refuses of a release's acts, each named. */
+const refusedOf = (stage: StageName, acts: ReturnType<typeof releaseActs>): string[] => {
+  const path = releasePath(stage)
+  return acts
+    .map(({ who, what, request }) => ({
+      who,
+      what,
+      request,
+      answer: (path[who] as Identity).policies.evaluate(request),
+    }))
+    .filter(({ answer }) => answer.decision !== 'allow')
+    .map(
+      ({ who, what, request, answer }) =>
+        `${who}, ${what}: ${request.action} on ${request.resource} (${answer.reason})`,
+    )
+}
+
 describe('the release path allows everything a release of the synthesized stage templates does', () => {
+  it('production with an alarm email: its subscription too', () => {
+    const withEmail = synthesizeApp({
+      stage: 'production',
+      'production.alarmEmail': 'ops@example.com',
+    }).stage('production')
+    const acts = releaseActs('production', { data: withEmail.data, api: withEmail.api })
+    expect(acts.filter(({ what }) => what.includes('AWS::SNS::Subscription'))).toHaveLength(3)
+    expect(refusedOf('production', acts)).toEqual([])
+  })
+
   it.each(STAGES)('%s: every act, by the identity that makes it', (stage) => {
     const path = releasePath(stage)
     const acts = releaseActs(stage)
@@ -402,5 +625,178 @@ describe('the release path allows everything a release of the synthesized stage 
           `${who}, ${what}: ${request.action} on ${request.resource} (${answer.reason})`,
       )
     expect(refused).toEqual([])
+  })
+})
+
+/**
+ * Production's plan role (docs/release-permissions.md, "The production plan role"): everything
+ * `cdk deploy --method=prepare-change-set` does is allowed to it, and nothing that executes a
+ * change or could: every act below either is what preparing takes, or is denied.
+ */
+const PLAN_ACTS: {
+  act: string
+  allowed: boolean
+  requests: (path: ReleasePath) => IamRequest[]
+}[] = [
+  {
+    act: "create production's change sets, run by the execution role",
+    allowed: true,
+    requests: () =>
+      ['petstore-production-data', 'petstore-production-api'].map((name) => ({
+        action: 'cloudformation:CreateChangeSet',
+        resource: stack(name),
+        context: { 'cloudformation:RoleArn': bootstrapRoleArn('cfn-exec-role') },
+      })),
+  },
+  {
+    act: 'describe, list and delete them; read the stacks, their events and templates',
+    allowed: true,
+    requests: () =>
+      [
+        'cloudformation:DescribeChangeSet',
+        'cloudformation:ListChangeSets',
+        'cloudformation:DeleteChangeSet',
+        'cloudformation:DescribeStacks',
+        'cloudformation:DescribeStackEvents',
+        'cloudformation:GetTemplate',
+      ].flatMap((action) =>
+        ['petstore-production-data', 'petstore-production-api'].map((name) => ({
+          action,
+          resource: stack(name),
+        })),
+      ),
+  },
+  {
+    act: 'pass the execution role to CloudFormation',
+    allowed: true,
+    requests: () => [
+      {
+        action: 'iam:PassRole',
+        resource: bootstrapRoleArn('cfn-exec-role'),
+        context: { 'iam:PassedToService': 'cloudformation.amazonaws.com' },
+      },
+    ],
+  },
+  {
+    act: 'publish the assets (the file-publishing role), read the bootstrap version and the templates',
+    allowed: true,
+    requests: () => [
+      { action: 'sts:AssumeRole', resource: bootstrapRoleArn('file-publishing-role') },
+      {
+        action: 'ssm:GetParameter',
+        resource: `arn:aws:ssm:${REGION}:${ACCOUNT}:parameter/cdk-bootstrap/${QUALIFIER}/version`,
+      },
+      {
+        action: 's3:GetObject',
+        resource: `arn:aws:s3:::cdk-${QUALIFIER}-assets-${ACCOUNT}-${REGION}/abc.json`,
+      },
+    ],
+  },
+  {
+    act: 'execute a change set',
+    allowed: false,
+    requests: () =>
+      ['petstore-production-data', 'petstore-production-api'].map((name) => ({
+        action: 'cloudformation:ExecuteChangeSet',
+        resource: stack(name),
+      })),
+  },
+  {
+    act: 'create, update, delete or roll back a stack directly',
+    allowed: false,
+    requests: () =>
+      [
+        'cloudformation:CreateStack',
+        'cloudformation:UpdateStack',
+        'cloudformation:DeleteStack',
+        'cloudformation:RollbackStack',
+        'cloudformation:ContinueUpdateRollback',
+        'cloudformation:UpdateTerminationProtection',
+      ].map((action) => ({ action, resource: stack('petstore-production-api') })),
+  },
+  {
+    act: 'assume the deploy role (which executes)',
+    allowed: false,
+    requests: () => [{ action: 'sts:AssumeRole', resource: bootstrapRoleArn('deploy-role') }],
+  },
+  {
+    act: 'prepare a change set CloudFormation would run as another role, or as itself',
+    allowed: false,
+    requests: () => [
+      {
+        action: 'cloudformation:CreateChangeSet',
+        resource: stack('petstore-production-api'),
+        context: { 'cloudformation:RoleArn': iam('role/Admin') },
+      },
+      { action: 'cloudformation:CreateChangeSet', resource: stack('petstore-production-api') },
+      {
+        action: 'iam:PassRole',
+        resource: bootstrapRoleArn('cfn-exec-role'),
+        context: { 'iam:PassedToService': 'lambda.amazonaws.com' },
+      },
+    ],
+  },
+  {
+    act: "prepare a change set of any other stack (staging's, a release stack, `CDKToolkit`)",
+    allowed: false,
+    requests: () =>
+      ['petstore-staging-api', 'petstore-release-production', 'CDKToolkit'].map((name) => ({
+        action: 'cloudformation:CreateChangeSet',
+        resource: stack(name),
+        context: { 'cloudformation:RoleArn': bootstrapRoleArn('cfn-exec-role') },
+      })),
+  },
+]
+
+const planRoleOf = (stage: StageName): Identity => {
+  const role = releasePath(stage).planRole
+  if (!role) throw new Error(`${stage}'s release stack makes no plan role`)
+  return role
+}
+
+/** The plan role's table as docs/release-permissions.md shows it. */
+const planTable = (): string[] =>
+  PLAN_ACTS.map(({ act, requests }) => {
+    const path = releasePath('production')
+    const answer = cell(verdict(planRoleOf('production'), requests(path)))
+    return `| ${act} | ${answer === 'ALLOW' ? 'Allow' : answer} |`
+  })
+
+describe("production's plan role prepares change sets and executes none", () => {
+  for (const { act, allowed, requests } of PLAN_ACTS) {
+    it(`${act} → ${allowed ? 'allowed' : 'denied'}`, () => {
+      const path = releasePath('production')
+      const answers = requests(path).map((request) => ({
+        request,
+        answer: planRoleOf('production').policies.evaluate(request),
+      }))
+      const wrong = answers.filter(({ answer }) => (answer.decision === 'allow') !== allowed)
+      expect(
+        wrong.map(
+          ({ request, answer }) => `${request.action} on ${request.resource}: ${answer.reason}`,
+        ),
+      ).toEqual([])
+    })
+  }
+
+  it('is denied every forbidden act too', () => {
+    const path = releasePath('production')
+    const allowed = FORBIDDEN.flatMap(({ act, requests }) =>
+      requests('production', path)
+        .filter(
+          (request) => planRoleOf('production').policies.evaluate(request).decision === 'allow',
+        )
+        .map((request) => `${act}: ${request.action} on ${request.resource}`),
+    )
+    expect(allowed).toEqual([])
+  })
+
+  it('exists in production only, and is the table docs/release-permissions.md shows', () => {
+    expect(releasePath('staging').planRole).toBeUndefined()
+    const doc = readFileSync(join(REPO_ROOT, 'docs/release-permissions.md'), 'utf8')
+    expect(
+      planTable().filter((row) => !doc.includes(row)),
+      'docs/release-permissions.md, "The production plan role": put these rows there',
+    ).toEqual([])
   })
 })

@@ -30,10 +30,16 @@ const stageTemplates = () => {
     'production.hostedZoneId': 'Z123456ABCDEFG',
     'production.hostedZoneName': 'example.com',
   }).stage('production')
+  // An alarm email (the docs' own examples set one): an SNS subscription.
+  const email = synthesizeApp({
+    stage: 'production',
+    'production.alarmEmail': 'ops@example.com',
+  }).stage('production')
   return {
     staging: appStage('staging'),
     production: appStage('production'),
     'production with a custom domain': { data: domain.data, api: domain.api },
+    'production with an alarm email': { data: email.data, api: email.api },
   }
 }
 

@@ -43,10 +43,21 @@ const only = <T>(items: Record<string, T>): T => {
   return values[0] as T
 }
 
+/** The deploy role's policy (production's plan role has its own: release-plan-role.test.ts). */
 const policyStatements = (template: Template): Statement[] => {
-  const policy = only(template.findResources('AWS::IAM::Policy')) as {
-    Properties: { PolicyDocument: { Statement: Statement[] } }
-  }
+  const [roleId] = Object.keys(template.findResources('AWS::IAM::Role')).filter((id) =>
+    /^GitHubDeployRole(?!PlanRole)/.test(id),
+  )
+  const policies = Object.values(template.findResources('AWS::IAM::Policy')) as {
+    Properties: { PolicyDocument: { Statement: Statement[] }; Roles: { Ref: string }[] }
+  }[]
+  const policy = only(
+    Object.fromEntries(
+      policies
+        .filter((p) => p.Properties.Roles.some((role) => role.Ref === roleId))
+        .map((p, i) => [i, p]),
+    ),
+  )
   return policy.Properties.PolicyDocument.Statement
 }
 

@@ -64,7 +64,10 @@ const makeReleaseStacks = (values: Record<string, unknown>) => {
 }
 
 const trustOf = (template: Template): TrustStatement => {
-  const roles = Object.values(template.findResources('AWS::IAM::Role')) as {
+  // The deploy role (production's plan role: release-plan-role.test.ts).
+  const roles = Object.entries(template.findResources('AWS::IAM::Role'))
+    .filter(([id]) => /^GitHubDeployRole(?!PlanRole)/.test(id))
+    .map(([, role]) => role) as {
     Properties: { AssumeRolePolicyDocument: { Statement: TrustStatement[] } }
   }[]
   expect(roles).toHaveLength(1)
@@ -261,19 +264,23 @@ describe("a release configuration's accounts", () => {
 })
 
 describe("a release stack's outputs", () => {
-  it('are RoleArn, OidcProviderArn, TrustedSubjects and BootstrapCommand, by those very names', () => {
+  it('are RoleArn, PlanRoleArn (production), OidcProviderArn, TrustedSubjects and BootstrapCommand, by those very names', () => {
     const template = releaseStacks(TWO_ACCOUNTS).template('production')
     const outputs = template.toJSON().Outputs as Record<string, { Value: unknown }>
     expect(Object.keys(outputs).sort()).toEqual([
       'BootstrapCommand',
       'OidcProviderArn',
+      'PlanRoleArn',
       'RoleArn',
       'TrustedSubjects',
     ])
     expect([...RELEASE_STACK_OUTPUTS].sort()).toEqual(Object.keys(outputs).sort())
     expect(outputs.TrustedSubjects?.Value).toBe(
-      `repo:acme@${OWNER_ID}/petstore@${REPOSITORY_ID}:environment:production`,
+      `repo:acme@${OWNER_ID}/petstore@${REPOSITORY_ID}:environment:production repo:acme@${OWNER_ID}/petstore@${REPOSITORY_ID}:environment:production-plan`,
     )
+    expect(
+      Object.keys(releaseStacks(TWO_ACCOUNTS).template('staging').toJSON().Outputs).sort(),
+    ).toEqual(['BootstrapCommand', 'OidcProviderArn', 'RoleArn', 'TrustedSubjects'])
     expect(outputs.RoleArn?.Value).toMatchObject({ 'Fn::GetAtt': [expect.any(String), 'Arn'] })
   })
 })

@@ -85,11 +85,17 @@ let bootstrapCommand: string
 
 beforeAll(async () => {
   const { cloudFormation } = motoClients()
+  // The account is listed as having GitHub's provider: moto's CloudFormation cannot make one.
   const release = readReleaseConfig(
     (key) =>
       ({
         'release.githubRepository': 'acme/petstore',
-        'release.oidcProviderArn': `arn:aws:iam::${ACCOUNT}:oidc-provider/token.actions.githubusercontent.com`,
+        'release.nameSubject': true,
+        'staging.account': ACCOUNT,
+        'production.account': ACCOUNT,
+        'release.oneAccountForBothStages': true,
+        'release.accountsWithGitHubOidcProvider': [ACCOUNT],
+        'release.productionApproval': 'reviewers',
       })[key],
   )
   if (!release) throw new Error('no release settings')

@@ -12,6 +12,8 @@ import {
 import { readStageConfig } from '#infra/config/stage-config.ts'
 import { RELEASE_STACK_OUTPUTS } from '#infra/stacks/petstore-release-stack.ts'
 import { digestVersion } from '#ops/release/assembly-digest.ts'
+import { applyInstructions } from '#ops/release/release-plan.ts'
+import { PRODUCTION_APPROVALS } from '#shared/config/production-approval-config.ts'
 import { STAGE_NAMES } from '#shared/config/stages-config.ts'
 
 /**
@@ -141,7 +143,7 @@ describe('the checklist', () => {
 describe('the pipeline, as deploying.md describes it', () => {
   it('lists its jobs, in order', () => {
     const table = section('## The release pipeline')
-    const listed = [...table.matchAll(/^\| `(\w+)`/gm)].map((match) => match[1])
+    const listed = [...table.matchAll(/^\| `([\w-]+)`/gm)].map((match) => match[1])
     expect(listed).toEqual(Object.keys(release.jobs))
   })
 
@@ -175,5 +177,38 @@ describe('the pipeline, as deploying.md describes it', () => {
         )
       }
     }
+  })
+})
+
+describe('the gate, as deploying.md describes it on every GitHub plan', () => {
+  const gate = () => oneLine(section('## The gate, on every GitHub plan'))
+
+  it('documents both modes by the names cdk.json takes, and what GitHub enforces on which plan', () => {
+    for (const mode of PRODUCTION_APPROVALS) expect(gate()).toContain(`\`"${mode}"\``)
+    expect(gate()).toContain(
+      'other deployment protection rules, such as a wait timer or required reviewers, are only available for public repositories',
+    )
+    expect(gate()).toContain('GitHub Docs, "Reviewing deployments"')
+  })
+
+  it('says what prevent self-review does, and what 30 days of waiting do, citing GitHub', () => {
+    expect(gate()).toContain('*Prevent self-reviews*')
+    expect(gate()).toContain(
+      'you will not be able to approve a deployment from a workflow run you initiated',
+    )
+    expect(gate()).toContain('If a job is not approved within 30 days, it will automatically fail')
+    expect(oneLine(section('### 6. The GitHub environments'))).toContain('*Prevent self-reviews*')
+  })
+
+  it("gives the operator's apply as every plan's summary prints it", () => {
+    const lines = applyInstructions('operator', {
+      planRun: '<plan run id>',
+      assemblyRun: '<assembly run id>',
+      digest: '<digest>',
+    })
+    const commands = lines.slice(lines.indexOf('```sh') + 1, lines.lastIndexOf('```'))
+    expect(commands.length).toBeGreaterThanOrEqual(4)
+    const block = section('## The gate, on every GitHub plan')
+    for (const command of commands) expect(block).toContain(`\n${command}\n`)
   })
 })

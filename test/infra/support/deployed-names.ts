@@ -28,7 +28,8 @@ export interface DeployedResource {
 }
 
 const SUFFIX = 'EXAMPLE1A2B3C'
-const apiId = (logicalId: string) => `id${logicalId.toLowerCase().slice(0, 8)}`
+// The logical id's hash suffix: one id per resource, as API Gateway's are.
+const apiId = (logicalId: string) => `id${logicalId.toLowerCase().slice(-8)}`
 
 /** The name CloudFormation gives a resource the template does not name. */
 const generatedName = (stack: string, logicalId: string, max = 64) =>
@@ -101,9 +102,18 @@ const naming = (
       const name = named('LogGroupName', 512)
       return { ref: name, arn: arn('logs', `log-group:${name}:*`) }
     }
+    case 'AWS::Logs::SubscriptionFilter': {
+      // A filter is named within its log group, whose ARN IAM authorizes its actions on.
+      const group = literal(resolve(properties.LogGroupName)) ?? 'unknown'
+      return { ref: named('FilterName', 512), arn: arn('logs', `log-group:${group}:*`) }
+    }
     case 'AWS::SNS::Topic': {
       const topic = arn('sns', named('TopicName', 256))
       return { ref: topic, arn: topic }
+    }
+    case 'AWS::SNS::Subscription': {
+      const topic = literal(resolve(properties.TopicArn)) ?? 'unknown'
+      return { ref: `${topic}:0a1b2c3d`, arn: `${topic}:0a1b2c3d` }
     }
     case 'AWS::SNS::TopicPolicy': {
       const [topic] = (resolve(properties.Topics) as string[] | undefined) ?? ['unknown']
@@ -179,6 +189,13 @@ const naming = (
       }
     case 'AWS::ApiGateway::UsagePlan':
       return { ref: apiId(logicalId), arn: apigateway(`/usageplans/${apiId(logicalId)}`) }
+    case 'AWS::ApiGateway::ApiKey':
+      return { ref: apiId(logicalId), arn: apigateway(`/apikeys/${apiId(logicalId)}`) }
+    case 'AWS::ApiGateway::UsagePlanKey': {
+      const plan = literal(resolve(properties.UsagePlanId)) ?? 'unknown'
+      const key = literal(resolve(properties.KeyId)) ?? 'unknown'
+      return { ref: key, arn: apigateway(`/usageplans/${plan}/keys/${key}`) }
+    }
     case 'AWS::ApiGateway::Account':
       return { ref: logicalId, arn: apigateway('/account') }
     case 'AWS::ApiGateway::DomainName': {

@@ -62,6 +62,8 @@ export interface Identity {
 export interface ReleasePath {
   releaseTemplate: Template
   releaseRole: Identity
+  /** Production's plan role (prepares change sets); none in staging's account. */
+  planRole: Identity | undefined
   deployRole: Identity
   filePublishingRole: Identity
   executionRole: Identity
@@ -93,7 +95,8 @@ export const releasePath = (stage: StageName): ReleasePath => {
   const stackName = `petstore-release-${stage}`
   const deployed = deployedStage(scope, { [stackName]: template })
   const managedPolicies: Record<string, PolicyDocument> = {}
-  const releasePolicies: PolicyDocument[] = []
+  /** Each role's inline policies, by the role's name (what a policy's Roles refer to). */
+  const inlinePolicies = new Map<string, PolicyDocument[]>()
   for (const resource of deployed.resources) {
     const properties = deployed.resolve(stackName, resource.properties) as Record<string, unknown>
     if (resource.type === 'AWS::IAM::ManagedPolicy') {
@@ -101,7 +104,24 @@ export const releasePath = (stage: StageName): ReleasePath => {
         properties.PolicyDocument as PolicyDocument
     }
     if (resource.type === 'AWS::IAM::Policy') {
-      releasePolicies.push(properties.PolicyDocument as PolicyDocument)
+      for (const role of properties.Roles as string[]) {
+        inlinePolicies.set(role, [
+          ...(inlinePolicies.get(role) ?? []),
+          properties.PolicyDocument as PolicyDocument,
+        ])
+      }
+    }
+  }
+  /** A role of the release stack, by its logical id, with its own inline policies. */
+  const releaseStackRole = (logicalId: RegExp, name: string): Identity | undefined => {
+    const role = deployed.resources.find(
+      (r) => r.type === 'AWS::IAM::Role' && logicalId.test(r.logicalId),
+    )
+    if (!role) return undefined
+    return {
+      name,
+      arn: role.arn,
+      policies: compilePolicies({ identityPolicies: inlinePolicies.get(role.ref) ?? [] }),
     }
   }
   const named = (name: string) => {
@@ -142,15 +162,13 @@ export const releasePath = (stage: StageName): ReleasePath => {
       }),
     }
   }
-  const releaseRoleResource = deployed.resources.find((r) => r.type === 'AWS::IAM::Role')
+  const releaseRole = releaseStackRole(/^GitHubDeployRole(?!PlanRole)/, 'release role')
+  if (!releaseRole) throw new Error(`the ${stackName} stack makes no deploy role`)
   const path: ReleasePath = {
     releaseTemplate: template,
     managedPolicies,
-    releaseRole: {
-      name: 'release role',
-      arn: releaseRoleResource?.arn ?? '',
-      policies: compilePolicies({ identityPolicies: releasePolicies }),
-    },
+    releaseRole,
+    planRole: releaseStackRole(/^GitHubDeployRolePlanRole/, 'plan role'),
     deployRole: bootstrapIdentity('DeploymentActionRole', 'deploy-role'),
     filePublishingRole: bootstrapIdentity('FilePublishingRole', 'file-publishing-role'),
     executionRole: bootstrapIdentity('CloudFormationExecutionRole', 'cfn-exec-role'),

@@ -20,7 +20,8 @@ export const isSettingName = (key: string): boolean => /^(staging|production|rel
 
 /**
  * A complete release configuration, by dotted names: a repository with GitHub's ids (a
- * repository made today), and one account for both stages, acknowledged.
+ * repository made today), one account for both stages, acknowledged, and production's plans
+ * applied once a required reviewer approves.
  */
 export const RELEASE_SETTINGS: Readonly<Record<string, unknown>> = {
   'release.githubRepository': 'acme/petstore',
@@ -29,4 +30,5 @@ export const RELEASE_SETTINGS: Readonly<Record<string, unknown>> = {
   'staging.account': '111111111111',
   'production.account': '111111111111',
   'release.oneAccountForBothStages': true,
+  'release.productionApproval': 'reviewers',
 }
