@@ -3,6 +3,7 @@
  * boundary of the bootstrap roles (docs/release-permissions.md). The execution policy itself, one
  * entry per resource type, is execution-permissions-config.ts.
  */
+import { roleBoundaryName } from '#shared/config/role-boundary-config.ts'
 
 /** Where a policy applies: literal values in tests, CloudFormation pseudo parameters in the stack. */
 export interface PermissionScope {
@@ -42,85 +43,8 @@ export const roleBoundaryArn = (s: PermissionScope): string =>
 
 /** The managed policies the release stack of a stage creates. */
 export const executionPolicyName = (stage: string): string => `petstore-${stage}-cfn-execution`
-export const roleBoundaryName = (stage: string): string => `petstore-${stage}-role-boundary`
 export const bootstrapBoundaryName = (stage: string): string =>
   `petstore-${stage}-bootstrap-boundary`
-
-/**
- * Every action a role of the stage's stacks may ever hold: its permissions boundary, exactly the
- * actions those roles' policies name today. A role whose policy names another action fails
- * test/infra/release-permissions.test.ts, naming the action and this list (as does an action here
- * no role names). Nothing here creates, changes or assumes an IAM entity, writes a stack, or makes
- * an API key; the key sync reads keys (apigateway:GET) by design.
- */
-export const ROLE_BOUNDARY_ACTIONS: Record<string, readonly string[]> = {
-  'the functions: logs and traces': [
-    'logs:CreateLogStream',
-    'logs:PutLogEvents',
-    'xray:PutTelemetryRecords',
-    'xray:PutTraceSegments',
-  ],
-  'the functions: their tables': [
-    'dynamodb:GetItem',
-    'dynamodb:Query',
-    'dynamodb:Scan',
-    'dynamodb:PutItem',
-    'dynamodb:UpdateItem',
-    'dynamodb:BatchWriteItem',
-    // The address block ends a block by deleting it.
-    'dynamodb:DeleteItem',
-  ],
-  'the address block: the automatic block lists': ['wafv2:GetIPSet', 'wafv2:UpdateIPSet'],
-  'the key sync: reads keys and plans, flushes the authorizer cache': [
-    'apigateway:GET',
-    'apigateway:DELETE',
-  ],
-  // AWS managed policy AWSCodeDeployRoleForLambdaLimited (AWS Managed Policy Reference).
-  'CodeDeploy: shifting an alias': [
-    'cloudwatch:DescribeAlarms',
-    'lambda:UpdateAlias',
-    'lambda:GetAlias',
-    'lambda:GetProvisionedConcurrencyConfig',
-    'lambda:InvokeFunction',
-    's3:GetObject',
-    's3:GetObjectVersion',
-  ],
-  // AWS managed policy AmazonAPIGatewayPushToCloudWatchLogs (AWS Managed Policy Reference).
-  'API Gateway: execution and access logs': [
-    'logs:CreateLogGroup',
-    'logs:DescribeLogGroups',
-    'logs:DescribeLogStreams',
-    'logs:GetLogEvents',
-    'logs:FilterLogEvents',
-  ],
-}
-
-/**
- * Groups of ROLE_BOUNDARY_ACTIONS the boundary also holds to resources: a function may change the
- * automatic block lists (`petstore-<stage>-auto-blocked-ipv4|ipv6`) and no other IP set, so no
- * release can give a stage role the operator's block list, another stage's or anyone else's.
- */
-export const ROLE_BOUNDARY_RESOURCES: Record<string, readonly string[]> = {
-  'the address block: the automatic block lists': [
-    'arn:*:wafv2:*:*:regional/ipset/petstore-*-auto-blocked-ipv4/*',
-    'arn:*:wafv2:*:*:regional/ipset/petstore-*-auto-blocked-ipv6/*',
-  ],
-}
-
-/** The stage roles' permissions boundary: the actions above, nothing else. */
-export const roleBoundaryStatements = (): ExecutionStatement[] => {
-  const groups = Object.entries(ROLE_BOUNDARY_ACTIONS)
-  const anywhere = groups.filter(([group]) => !(group in ROLE_BOUNDARY_RESOURCES))
-  return [
-    { actions: [...new Set(anywhere.flatMap(([, actions]) => actions))].sort(), resources: ['*'] },
-    ...groups
-      .filter(([group]) => group in ROLE_BOUNDARY_RESOURCES)
-      .map(([group, actions]) => ({
-        actions: [...actions].sort(),
-        resources: [...(ROLE_BOUNDARY_RESOURCES[group] ?? [])],
-      })),
-  ]
-}
 
 /**
  * The boundary of every role the bootstrap stack makes (`cdk bootstrap
@@ -290,11 +214,7 @@ export const executionPolicyDocuments = (
   return documents
 }
 
-/** The stage roles' boundary and the bootstrap roles' boundary as policy documents. */
-export const roleBoundaryDocument = (): PolicyDocumentJson => ({
-  Version: '2012-10-17',
-  Statement: roleBoundaryStatements().map(statementJson),
-})
+/** The bootstrap roles' boundary as a policy document. */
 export const bootstrapBoundaryDocument = (
   scope: Omit<PermissionScope, 'stage' | 'region'>,
 ): PolicyDocumentJson => ({

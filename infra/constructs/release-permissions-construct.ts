@@ -9,9 +9,8 @@ import {
   executionPolicyDocuments,
   executionPolicyName,
   type PolicyDocumentJson,
-  roleBoundaryDocument,
-  roleBoundaryName,
 } from '#infra/config/release-permissions-config.ts'
+import { roleBoundaryDocument, roleBoundaryName } from '#shared/config/role-boundary-config.ts'
 
 export interface ReleasePermissionsProps {
   stage: string

@@ -2,7 +2,8 @@
 import { AspectPriority, Aspects, type IAspect, Stack } from 'aws-cdk-lib'
 import { CfnRole } from 'aws-cdk-lib/aws-iam'
 import type { IConstruct } from 'constructs'
-import { roleBoundaryName, stageRolePath } from '#infra/config/release-permissions-config.ts'
+import { stageRolePath } from '#infra/config/release-permissions-config.ts'
+import { roleBoundaryName } from '#shared/config/role-boundary-config.ts'
 
 /**
  * The execution policy lets CloudFormation create, change and pass only roles under

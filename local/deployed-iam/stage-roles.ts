@@ -1,4 +1,5 @@
 import type { PolicyDocument, PolicySet } from '#local/iam/iam-policy-evaluator.ts'
+import { roleBoundaryDocument, roleBoundaryName } from '#shared/config/role-boundary-config.ts'
 import type { SynthesizedStage, Template } from './synthesized-stage.ts'
 
 // Each function's role as the stage's templates give it, resolved against the local stage.
@@ -166,14 +167,24 @@ export const stageRoles = (
   const resolver = new TemplateResolver(stage, local)
   const resources = stage.api.Resources
   const documentOf = (value: unknown) => resolver.resolve(value) as PolicyDocument
-  /** A managed policy's document when the template makes it, else its name for `unresolved`. */
+  /**
+   * A managed policy's document when the template makes it or it is the stage roles' boundary
+   * (the release stack makes that one from the same definition), else its name for `unresolved`.
+   */
   const managed = (arn: unknown): PolicyDocument | string => {
     const id = refOf(arn)
     const policy = id ? resources[id] : undefined
     if (policy?.Type === 'AWS::IAM::ManagedPolicy') {
       return documentOf(policy.Properties?.PolicyDocument)
     }
-    return JSON.stringify(resolver.resolve(arn))
+    const resolved = resolver.resolve(arn)
+    if (
+      typeof resolved === 'string' &&
+      resolved.endsWith(`:policy/${roleBoundaryName(stage.stage)}`)
+    ) {
+      return roleBoundaryDocument()
+    }
+    return JSON.stringify(resolved)
   }
   const roles = new Map<string, FunctionRole>()
   for (const resource of Object.values(resources)) {

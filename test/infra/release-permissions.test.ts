@@ -1,11 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { EXECUTION_PERMISSIONS } from '#infra/config/execution-permissions-config.ts'
-import {
-  ROLE_BOUNDARY_ACTIONS,
-  roleBoundaryName,
-  stageRolePath,
-} from '#infra/config/release-permissions-config.ts'
+import { stageRolePath } from '#infra/config/release-permissions-config.ts'
 import { compilePolicies, type PolicyDocument } from '#local/iam/iam-policy-evaluator.ts'
+import { ROLE_BOUNDARY_ACTIONS, roleBoundaryName } from '#shared/config/role-boundary-config.ts'
 import { bootstrapTemplate } from './support/bootstrap-template.ts'
 import { asPolicy, deployedStage } from './support/deployed-names.ts'
 import { releasePath, releaseTemplate, scopeOf } from './support/release-path.ts'
@@ -19,7 +16,7 @@ import { appStage, propsOf, resourcesOf, synthesizeApp } from './support/synth-a
  */
 const STAGES = ['staging', 'production'] as const
 const TABLE = 'infra/config/execution-permissions-config.ts'
-const BOUNDARY = 'infra/config/release-permissions-config.ts'
+const BOUNDARY = 'shared/config/role-boundary-config.ts'
 
 /** Both stages as app.ts synthesizes them, and production with a custom domain (Route 53). */
 const stageTemplates = () => {

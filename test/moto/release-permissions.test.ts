@@ -10,8 +10,9 @@ import { App } from 'aws-cdk-lib'
 import { Template } from 'aws-cdk-lib/assertions'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { readReleaseConfig } from '#infra/config/release-config.ts'
-import { roleBoundaryName, stageRolePath } from '#infra/config/release-permissions-config.ts'
+import { stageRolePath } from '#infra/config/release-permissions-config.ts'
 import { PetstoreReleaseStack } from '#infra/stacks/petstore-release-stack.ts'
+import { roleBoundaryName } from '#shared/config/role-boundary-config.ts'
 import { motoClients, motoEndpoint, readTemplate } from './support/moto-stage.ts'
 
 /**

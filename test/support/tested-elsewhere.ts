@@ -156,6 +156,7 @@ export const TESTED_ELSEWHERE: Record<string, string> = {
   'shared/auth/key-store.ts': 'test/integration/stage-key-store.test.ts',
   'shared/config/env-config.ts': 'test/unit/function-dependencies.test.ts',
   'shared/config/production-approval-config.ts': 'test/infra/release-plan-role.test.ts',
+  'shared/config/role-boundary-config.ts': 'test/unit/stage-roles.test.ts',
   'shared/config/function-timeouts-config.ts': 'test/integration/datastore-timeouts.test.ts',
   'shared/config/stack-names-config.ts': 'test/infra/api-stack.test.ts',
   'shared/config/stages-config.ts': 'test/infra/stage-config.test.ts',

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { stageRoles } from '#local/deployed-iam/stage-roles.ts'
 import type { SynthesizedStage } from '#local/deployed-iam/synthesized-stage.ts'
 import { evaluate } from '#local/iam/iam-policy-evaluator.ts'
+import { roleBoundaryDocument } from '#shared/config/role-boundary-config.ts'
 
 /**
  * A function's role as its templates give it, resolved against the local stage: the tables the
@@ -124,5 +125,53 @@ describe("a function's deployed role, resolved against the local stage", () => {
       { Effect: 'Allow', Action: 'dynamodb:*', Resource: '*' },
     ])
     expect(role?.unresolved).toEqual(['"arn:aws:iam::aws:policy/AWSXRayDaemonWriteAccess"'])
+  })
+
+  it("holds the stage roles' boundary, which the release stack makes and the template only names", () => {
+    const named: SynthesizedStage = structuredClone(stage)
+    const listRole = named.api.Resources.ListRole as { Properties: Record<string, unknown> }
+    listRole.Properties.PermissionsBoundary = {
+      'Fn::Join': [
+        '',
+        [
+          'arn:',
+          { Ref: 'AWS::Partition' },
+          ':iam::',
+          { Ref: 'AWS::AccountId' },
+          ':policy/petstore-staging-role-boundary',
+        ],
+      ],
+    }
+    const role = stageRoles(named, {
+      region: 'eu-west-1',
+      account: '000000000000',
+      variables: { TABLE_NAME: 'petstore-local-pets', CURSOR_SECRET: 'x'.repeat(64) },
+    }).get('listPets')
+    expect(role?.policies.permissionsBoundary).toEqual(roleBoundaryDocument())
+    expect(role?.unresolved).toEqual(['"arn:aws:iam::aws:policy/AWSXRayDaemonWriteAccess"'])
+    // The boundary holds the automatic block lists' WAF actions to those lists: a role granting
+    // another IP set is refused locally, as IAM would.
+    const policies = role?.policies
+    if (!policies) throw new Error('no role')
+    policies.identityPolicies = [
+      ...policies.identityPolicies,
+      {
+        Version: '2012-10-17',
+        Statement: [{ Effect: 'Allow', Action: 'wafv2:UpdateIPSet', Resource: '*' }],
+      },
+    ]
+    const ipSet = (name: string) => `arn:aws:wafv2:eu-west-1:000000000000:regional/ipset/${name}/id`
+    expect(
+      evaluate(
+        { action: 'wafv2:UpdateIPSet', resource: ipSet('petstore-staging-auto-blocked-ipv4') },
+        policies,
+      ).decision,
+    ).toBe('allow')
+    expect(
+      evaluate(
+        { action: 'wafv2:UpdateIPSet', resource: ipSet('petstore-staging-blocked') },
+        policies,
+      ).decision,
+    ).toBe('implicit-deny')
   })
 })
