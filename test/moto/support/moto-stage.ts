@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import {
@@ -14,6 +15,7 @@ import {
   CreateStackCommand,
   DescribeStacksCommand,
 } from '@aws-sdk/client-cloudformation'
+import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager'
 import { stackName } from '#shared/config/stack-names-config.ts'
 
 /**
@@ -21,7 +23,9 @@ import { stackName } from '#shared/config/stack-names-config.ts'
  * the data stack created by moto's CloudFormation from the synthesized template; the API stack's
  * management-API resources (REST API, stage, usage plans) made with SDK calls read from the
  * synthesized API template, since moto's CloudFormation cannot create that stack (no
- * AWS::ApiGateway::Stage, and it fails on AWS::Lambda::Version); and a stack carrying the API
+ * AWS::ApiGateway::Stage, and it fails on AWS::Lambda::Version); the data stack's secrets (the key
+ * MAC secret) made through moto's Secrets Manager, since its CloudFormation skips
+ * AWS::SecretsManager::Secret and drops the outputs that name one; and a stack carrying the API
  * stack's outputs, resolved against what was made, so the tools find the stage as they find a
  * deployed one (ops/stage/stack-outputs-reader.ts).
  */
@@ -119,6 +123,37 @@ export interface MotoStage {
   apiOutputs: Record<string, string>
 }
 
+/**
+ * The template with each AWS::SecretsManager::Secret made beforehand through moto's Secrets
+ * Manager (a generated value, as `GenerateSecretString` asks) and taken out, and every output
+ * naming it (`Ref`: its ARN) given that ARN: moto's CloudFormation creates no such resource and
+ * leaves those outputs out (the keys CLI reads the key MAC secret through one).
+ */
+const withSecretsMade = async (template: Template): Promise<Template> => {
+  const secrets = new SecretsManagerClient({})
+  const resources = { ...template.Resources }
+  const arns = new Map<string, string>()
+  for (const [logicalId, resource] of Object.entries(template.Resources)) {
+    if (resource.Type !== 'AWS::SecretsManager::Secret') continue
+    const { ARN } = await secrets.send(
+      new CreateSecretCommand({
+        Name: `${logicalId}-${randomBytes(4).toString('hex')}`,
+        SecretString: randomBytes(48).toString('base64url').slice(0, 64),
+      }),
+    )
+    arns.set(logicalId, ARN as string)
+    delete resources[logicalId]
+  }
+  const outputs = Object.fromEntries(
+    Object.entries(template.Outputs ?? {}).map(([name, output]) => {
+      const ref = (output.Value as { Ref?: string } | undefined)?.Ref
+      const arn = ref === undefined ? undefined : arns.get(ref)
+      return [name, arn === undefined ? output : { ...output, Value: arn }]
+    }),
+  )
+  return { ...template, Resources: resources, Outputs: outputs }
+}
+
 /** A REST API with one deployed stage (a deployment needs a method with an integration). */
 export const createRestApi = async (
   client: APIGatewayClient,
@@ -148,7 +183,7 @@ export const deployStageToMoto = async (
   await cloudFormation.send(
     new CreateStackCommand({
       StackName: dataStack,
-      TemplateBody: JSON.stringify(readTemplate(dataStack)),
+      TemplateBody: JSON.stringify(await withSecretsMade(readTemplate(dataStack))),
     }),
   )
   const dataOutputs = await outputsOf(cloudFormation, dataStack)
