@@ -55,7 +55,22 @@ describe('docs/api.md', () => {
       .flatMap((methods) => Object.values(methods))
       .filter((operation) => operation.deprecated)
       .map((operation) => operation.operationId)
-    expect(inOpenApi.sort()).toEqual([...deprecated].sort())
+    const takeItOut = (operationId: string) =>
+      `a new operation is never deprecated: take the \`deprecation\` out of ${operationId}'s entry in shared/config/routes-config.ts (copied from a deprecated entry?)`
+    expect([
+      ...deprecated
+        .filter((id) => !inOpenApi.includes(id))
+        .map(
+          (id) =>
+            `${id}'s route entry has a \`deprecation\`, but openapi/openapi.json does not mark it deprecated: ${takeItOut(id)}; only if it really is deprecated, run \`npm run openapi\` and commit`,
+        ),
+      ...inOpenApi
+        .filter((id) => !deprecated.includes(id as never))
+        .map(
+          (id) =>
+            `openapi/openapi.json marks ${id} deprecated, but its route entry has no \`deprecation\`: run \`npm run openapi\` and commit`,
+        ),
+    ]).toEqual([])
     const said = [
       ...sectionHeadings.map(({ title, operationId }) => ({
         where: 'section heading',
@@ -73,7 +88,7 @@ describe('docs/api.md', () => {
       .map(({ where, operationId, marked }) =>
         marked
           ? `docs/api.md's ${where} for ${operationId} says it is deprecated, but its route entry has no \`deprecation\`: take "(deprecated)" out, or give the route a \`deprecation\` in shared/config/routes-config.ts`
-          : `${operationId}'s route entry has a \`deprecation\`, but docs/api.md's ${where} for it does not say "(deprecated)": add it (or take the \`deprecation\` out of shared/config/routes-config.ts)`,
+          : `${operationId}'s route entry has a \`deprecation\`, but docs/api.md's ${where} for it does not say "(deprecated)": ${takeItOut(operationId)}; only if it really is deprecated, add "(deprecated)" there`,
       )
     expect(wrong).toEqual([])
   })
