@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import {
+  API_VERSION_PATH,
   COMMON_ERROR_STATUSES,
   errorStatusesOf,
   grantsWrite,
@@ -30,6 +31,21 @@ describe('routes config', () => {
       const entry = functionEntry(route)
       expect(entry).toBe(`functions/${route.functionName}/${route.functionName}-lambda.ts`)
       expect(readdirSync(`${repoRoot}${dirname(entry)}`)).toContain(basename(entry))
+    },
+  )
+
+  it.each(ROUTES.map((route) => [route.operationId, route] as const))(
+    "%s: has a path relative to the stage's /v1 base, with no version segment of its own",
+    (operationId, route: RouteDefinition) => {
+      const versionSegment = /\/v\d+(?=\/|$)/i
+      expect(
+        versionSegment.test(route.path),
+        `${operationId}'s path ${route.path} has a version segment: route paths are relative to the base path ${API_VERSION_PATH}, which the stage adds (its address is …${API_VERSION_PATH}${route.path}); write path: '${route.path.replace(versionSegment, '')}' in shared/config/routes-config.ts, then \`npm run openapi\``,
+      ).toBe(false)
+      expect(
+        route.path,
+        `${operationId}'s path ${route.path}: a path is '/' then segments of letters, digits and . _ ~ -, or a parameter {name}`,
+      ).toMatch(/^(\/([A-Za-z0-9._~-]+|\{[A-Za-z][A-Za-z0-9]*\}))+$/)
     },
   )
 
