@@ -4,9 +4,9 @@ import { ROUTES } from '#shared/config/routes-config.ts'
 
 /**
  * docs/api.md explains every operation of the published contract (openapi/openapi.json) and no
- * other: a section whose heading ends in the operation id (`## Creating a pet: \`createPet\``)
- * and a row of the Operations table. An operation added to the route table fails here until
- * its section and row are written; one removed fails until they are.
+ * other: a section whose heading ends in the operation id (`## Creating a pet: \`createPet\``),
+ * its line in the contents and a row of the Operations table. An operation added to the route
+ * table fails here until its section, line and row are written; one removed fails until they are.
  */
 const read = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')
 const apiDoc = read('docs/api.md')
@@ -28,6 +28,17 @@ const tableEntries = [...operationsTable.matchAll(/^\| ([A-Za-z]+)( \([^)]*\))? 
   .filter(({ operationId }) => operationId !== 'operation')
 const tableRows = tableEntries.map(({ operationId }) => operationId)
 
+/** The contents: the list of links before the first section. */
+const contents = [...(apiDoc.split(/^## /m)[0] ?? '').matchAll(/^- \[(.*)\]\(#(.*)\)$/gm)].map(
+  (match) => ({ text: match[1] as string, anchor: match[2] as string }),
+)
+/** The anchor GitHub gives a heading: lowercase, punctuation dropped, spaces made hyphens. */
+const anchorOf = (heading: string) =>
+  heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-')
+
 const difference = (what: string, actual: string[]) => {
   const missing = documented.filter((id) => !actual.includes(id))
   const extra = actual.filter((id) => !documented.includes(id))
@@ -47,6 +58,28 @@ describe('docs/api.md', () => {
   it('lists every operation of the OpenAPI document in its Operations table, and no other', () => {
     expect(difference('an Operations table row', tableRows)).toEqual([])
     expect(tableRows).toHaveLength(documented.length)
+  })
+
+  it("links every operation's section from the contents, by its heading and anchor", () => {
+    expect(contents.length).toBeGreaterThan(0)
+    const problems = sectionHeadings.flatMap(({ title, operationId }) => {
+      const heading = `${title}: \`${operationId}\``
+      const line = `- [${heading}](#${anchorOf(heading)})`
+      const listed = contents.find(
+        ({ text, anchor }) => text === heading || anchor === anchorOf(heading),
+      )
+      if (!listed) {
+        return [
+          `docs/api.md's contents lack a line for ${operationId}'s section: add ${line}, in the order of the sections`,
+        ]
+      }
+      return listed.text === heading && listed.anchor === anchorOf(heading)
+        ? []
+        : [
+            `docs/api.md's contents line for ${operationId} is - [${listed.text}](#${listed.anchor}), but its section is "## ${heading}": make it ${line}`,
+          ]
+    })
+    expect(problems).toEqual([])
   })
 
   it('says "(deprecated)" in the section heading and the table row of exactly the deprecated operations', () => {
