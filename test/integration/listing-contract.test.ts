@@ -209,7 +209,7 @@ describe.each(listings.map((route) => [route.operationId, route] as const))(
         const twice = ids.filter((id, index) => ids.indexOf(id) !== index)
         if (missing.length > 0 || twice.length > 0) {
           problems.push(
-            `${operationId}'s pages with status=${status ?? '(none)'} ${missing.length > 0 ? `never listed pets ${missing.join(', ')}` : ''}${twice.length > 0 ? ` listed pets ${twice.join(', ')} twice` : ''}: each page must go on from the previous page's last pet (its cursor's lastId as ExclusiveStartKey)`,
+            `${operationId}'s pages with status=${status ?? '(none)'} ${missing.length > 0 ? `never listed pets ${missing.join(', ')}` : ''}${twice.length > 0 ? ` listed pets ${twice.join(', ')} twice` : ''}: each page must go on from the previous page's last pet (its cursor's lastId as ExclusiveStartKey)${status === undefined ? '' : `, and a filtered page must read on until it is full (a FilterExpression's query returns what it read less what it filtered out: query again from LastEvaluatedKey until the page holds limit + 1 pets, as PetRepository.list does)`}`,
           )
         }
         const inScope = ids.filter((id) => made.get(operationId)?.some((pet) => pet.id === id))
