@@ -118,16 +118,30 @@ export const costSection = (inputs: CostInput[]): string[] => {
   return lines
 }
 
-const START = '<!-- cost-table:start (written by npm run bench from bench/cost-estimate.ts) -->'
-const END = '<!-- cost-table:end -->'
+export const COST_TABLE_START =
+  '<!-- cost-table:start (written by npm run bench from bench/cost-estimate.ts) -->'
+export const COST_TABLE_END = '<!-- cost-table:end -->'
+
+/**
+ * The operations the page's cost table has a row for (the authorizer's included), as
+ * `costSection` writes them: npm test checks every route has one without running the bench.
+ */
+export const costTableOperations = (page: string): string[] => {
+  const start = page.indexOf(COST_TABLE_START)
+  const end = page.indexOf(COST_TABLE_END)
+  if (start < 0 || end < start) return []
+  return [...page.slice(start, end).matchAll(/^\| ([A-Za-z]+) \| \$/gm)].map(
+    (match) => match[1] as string,
+  )
+}
 
 /** Writes the section into the page between its markers, unless it is already there. */
 export const syncCostSection = (file: string, lines: string[]): 'unchanged' | 'written' => {
   const page = readFileSync(file, 'utf8')
-  const start = page.indexOf(START)
-  const end = page.indexOf(END)
+  const start = page.indexOf(COST_TABLE_START)
+  const end = page.indexOf(COST_TABLE_END)
   if (start < 0 || end < start) throw new Error(`${file} has no cost-table markers`)
-  const next = `${page.slice(0, start)}${START}\n${lines.join('\n')}\n${page.slice(end)}`
+  const next = `${page.slice(0, start)}${COST_TABLE_START}\n${lines.join('\n')}\n${page.slice(end)}`
   if (next === page) return 'unchanged'
   writeFileSync(file, next)
   return 'written'

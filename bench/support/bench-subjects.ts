@@ -5,7 +5,8 @@ import { build, type Metafile } from 'esbuild'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import { BUNDLE_FILE, FUNCTION_BUNDLING } from '#infra/config/bundling-config.ts'
 import { REPO_ROOT } from '#infra/constructs/petstore-function-construct.ts'
-import { type OperationId, ROUTES, routeOf } from '#shared/config/routes-config.ts'
+import { type OperationId, ROUTES } from '#shared/config/routes-config.ts'
+import { floorEntryOf, missingFloor } from './bench-floors.ts'
 
 /** Every function that serves a request: each route's (the route table) and the authorizer. */
 export type Operation = OperationId | 'authorizer'
@@ -225,14 +226,9 @@ export const deployedBackgroundBundle = async (
  * `bench/floors/<fn>-floor.ts` (the authorizer's `authorizer-floor.ts`). A function without one
  * stops the bench, naming the file to write.
  */
-const floorEntryOf = (operation: Operation): string => {
-  const name = operation === 'authorizer' ? 'authorizer' : routeOf(operation).functionName
-  const entry = `bench/floors/${name}-floor.ts`
-  if (!existsSync(join(REPO_ROOT, entry))) {
-    throw new Error(
-      `${operation} has no floor: write ${entry}, a bare handler making only its SDK calls (as bench/floors/get-pet-floor.ts)`,
-    )
-  }
+const existingFloorOf = (operation: Operation): string => {
+  const entry = floorEntryOf(operation)
+  if (!existsSync(join(REPO_ROOT, entry))) throw new Error(missingFloor(operation))
   return entry
 }
 
@@ -251,7 +247,7 @@ export const floorsFor = async (
     const dir = join(work, `floor-${fn.operation}`)
     const { NODE_OPTIONS: _none, ...env } = fn.env
     const floor: Subject = { ...fn, label: `${fn.operation} floor`, kind: 'floor', dir, env }
-    facts.set(floor.label, await bundleEntry(floorEntryOf(fn.operation), dir))
+    facts.set(floor.label, await bundleEntry(existingFloorOf(fn.operation), dir))
     floors.push(floor)
     if (fn.operation === 'authorizer') continue
     const limited: Subject = {

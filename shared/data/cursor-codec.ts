@@ -94,3 +94,28 @@ export class CursorCodec {
     return createHmac('sha256', this.#key).update(payload).digest().subarray(0, TAG_BYTES)
   }
 }
+
+/**
+ * What a cursor says of its issuer, unverified: the listing whose codec encoded it and the scope it
+ * was made for. For the listing contract's
+ * messages, which name the copy that made a cursor; a listing never reads a cursor through it.
+ */
+export const cursorIssuer = (
+  cursor: string,
+): { listing: string; scope: string | undefined } | undefined => {
+  try {
+    const decoded: unknown = JSON.parse(
+      Buffer.from(cursor.split('.')[0] ?? '', 'base64url').toString('utf8'),
+    )
+    if (!Array.isArray(decoded)) return undefined
+    if (decoded.length === 5 && decoded[0] === 2) {
+      return {
+        listing: String(decoded[1]),
+        scope: decoded[2] == null ? undefined : String(decoded[2]),
+      }
+    }
+    if (decoded.length === 3 && decoded[0] === 1)
+      return { listing: FIRST_LISTING, scope: undefined }
+  } catch {}
+  return undefined
+}

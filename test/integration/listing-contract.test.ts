@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ListingFacts, SampleRequest } from '#functions/operation-fixture-types.ts'
 import { OPERATION_FIXTURES } from '#functions/operation-fixtures.ts'
 import { ROUTES, type Route, type RouteDefinition } from '#shared/config/routes-config.ts'
+import { cursorIssuer } from '#shared/data/cursor-codec.ts'
 import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
 import { PetRepository } from '#shared/data/pet-repository.ts'
 import { PET_STATUSES, type Pet, type PetStatus } from '#shared/domain/pet-schema.ts'
@@ -30,6 +31,18 @@ const factsOf = (route: RouteDefinition): ListingFacts =>
     ?.listing as ListingFacts
 const fixturesFile = (route: RouteDefinition) =>
   `functions/${route.functionName}/${route.functionName}-fixtures.ts`
+const dependenciesFile = (route: RouteDefinition) =>
+  `functions/${route.functionName}/${route.functionName}-dependencies.ts`
+/** Where a listing's codec is made, and what it must be made with. */
+const codecFix = (route: RouteDefinition) =>
+  `new CursorCodec(secret, '${route.operationId}') in ${dependenciesFile(route)}`
+/** Which codec encoded a cursor, and for which scope, as the message's evidence. */
+const issuerOf = (cursor: string) => {
+  const issuer = cursorIssuer(cursor)
+  return issuer
+    ? `encoded by the codec of '${issuer.listing}', ${issuer.scope === undefined ? 'with no scope' : `for scope ${issuer.scope}`}`
+    : 'in no format a codec makes'
+}
 
 /** The pets of each listing's scope, made before any listing is paged (each reads the others'). */
 const made = new Map<string, Pet[]>()
@@ -196,7 +209,7 @@ describe.each(listings.map((route) => [route.operationId, route] as const))(
         const twice = ids.filter((id, index) => ids.indexOf(id) !== index)
         if (missing.length > 0 || twice.length > 0) {
           problems.push(
-            `${operationId}'s pages with status=${status ?? '(none)'} ${missing.length > 0 ? `never listed pets ${missing.join(', ')}` : ''}${twice.length > 0 ? ` listed pets ${twice.join(', ')} twice` : ''}: each page must go on from the previous page's last pet (its cursor's lastId as ExclusiveStartKey)`,
+            `${operationId}'s pages with status=${status ?? '(none)'} ${missing.length > 0 ? `never listed pets ${missing.join(', ')}` : ''}${twice.length > 0 ? ` listed pets ${twice.join(', ')} twice` : ''}: each page must go on from the previous page's last pet (its cursor's lastId as ExclusiveStartKey)${status === undefined ? '' : `, and a filtered page must read on until it is full (a FilterExpression's query returns what it read less what it filtered out: query again from LastEvaluatedKey until the page holds limit + 1 pets, as PetRepository.list does)`}`,
           )
         }
         const inScope = ids.filter((id) => made.get(operationId)?.some((pet) => pet.id === id))
@@ -209,6 +222,27 @@ describe.each(listings.map((route) => [route.operationId, route] as const))(
       },
     )
 
+    it('issues cursors under its own operation id, with its scope when its path narrows it', async () => {
+      const { next } = await pageOf(route, handler, facts.request, { limit: '1', status: 'sold' })
+      expect(
+        next,
+        `${operationId} gave no X-Next-Cursor for a page of 1 with more pets to come`,
+      ).toBeDefined()
+      const issuer = cursorIssuer(next as string)
+      const problems: string[] = []
+      if (issuer?.listing !== operationId) {
+        problems.push(
+          `${operationId} issued a cursor ${issuerOf(next as string)}: a listing's codec is made with its own operation id, ${codecFix(route)}, so no other listing reads its cursors`,
+        )
+      }
+      if (facts.elsewhere && issuer?.scope === undefined) {
+        problems.push(
+          `${operationId} issued a cursor with no scope, though its path narrows it (listing.elsewhere of ${fixturesFile(route)}): encode and decode with the request's scope, CursorCodec.encode({ lastId, status, scope }) and CursorCodec.decode(cursor, status, scope) in functions/${route.functionName}/${route.functionName}-handler.ts`,
+        )
+      }
+      expect(problems).toEqual([])
+    })
+
     it('refuses a cursor made for another status filter, another scope of it, or by another listing', async () => {
       const first = await pageOf(route, handler, facts.request, { limit: '1', status: 'sold' })
       expect(
@@ -216,11 +250,14 @@ describe.each(listings.map((route) => [route.operationId, route] as const))(
         `${operationId} gave no X-Next-Cursor for a page of 1 with more pets to come`,
       ).toBeDefined()
       const cursor = first.next as string
-      const refusals: [string, SampleRequest, Record<string, string>][] = [
+      const ownFix = `its codec made with its own operation id, ${codecFix(route)}; CursorCodec.decode with the request's status and scope`
+      /** What was refused, the request, and the fix to name if it is not. */
+      const refusals: [string, SampleRequest, Record<string, string>, string][] = [
         [
           'a cursor made for status=sold, with status=available',
           facts.request,
           { status: 'available', cursor },
+          ownFix,
         ],
       ]
       if (facts.elsewhere) {
@@ -228,6 +265,7 @@ describe.each(listings.map((route) => [route.operationId, route] as const))(
           'a cursor made for another scope of it',
           facts.elsewhere.request,
           { status: 'sold', cursor },
+          ownFix,
         ])
       }
       for (const other of listings.filter((candidate) => candidate !== route)) {
@@ -238,19 +276,26 @@ describe.each(listings.map((route) => [route.operationId, route] as const))(
           status: 'sold',
         })
         if (issued.next) {
+          // Which side is the copy: a cursor encoded under another listing's id was made by a
+          // codec copied into the issuer; one encoded under the issuer's own id was read by a
+          // codec of this listing made with the issuer's id.
+          const issuerIsCopy = cursorIssuer(issued.next)?.listing !== other.operationId
           refusals.push([
-            `a cursor ${other.operationId} issued`,
+            `a cursor ${other.operationId} issued (${issuerOf(issued.next)})`,
             facts.request,
             { status: 'sold', cursor: issued.next },
+            issuerIsCopy
+              ? `the copy is ${other.operationId}'s codec, not ${operationId}'s: make it ${codecFix(other)}, and encode and decode with its scope`
+              : ownFix,
           ])
         }
       }
       const accepted: string[] = []
-      for (const [what, request, query] of refusals) {
+      for (const [what, request, query, fix] of refusals) {
         const { answer } = await pageOf(route, handler, request, { limit: '1', ...query })
         if (answer.statusCode !== 400) {
           accepted.push(
-            `${operationId} answered ${answer.statusCode} to ${what}: a listing accepts only the cursors it issued for the same scope and filter (its codec made with its own operation id, new CursorCodec(secret, '${operationId}') in functions/${route.functionName}/${route.functionName}-dependencies.ts; CursorCodec.decode with the request's status and scope), and answers 400 validation_failed to any other`,
+            `${operationId} answered ${answer.statusCode} to ${what}: a listing accepts only the cursors it issued for the same scope and filter, and answers 400 validation_failed to any other (${fix})`,
           )
         }
       }

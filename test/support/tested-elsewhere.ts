@@ -20,7 +20,6 @@ export const TESTED_ELSEWHERE: Record<string, string> = {
 
   'bench/bench-stats.ts': 'test/integration/authorizer-load-simulation.test.ts',
   'bench/cold-start-bench.ts': 'npm run bench',
-  'bench/cost-estimate.ts': 'npm run bench',
   'bench/key-sync-calls-bench.ts': 'npx tsx bench/key-sync-calls-bench.ts',
   'bench/key-sync-time-bench.ts': 'npm run bench:key-sync',
   'bench/local-flood-bench.ts': 'npx tsx bench/local-flood-bench.ts',

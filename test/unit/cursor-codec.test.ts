@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { CursorCodec, type CursorPosition } from '#shared/data/cursor-codec.ts'
+import { CursorCodec, type CursorPosition, cursorIssuer } from '#shared/data/cursor-codec.ts'
 import { PET_STATUSES, type PetStatus } from '#shared/domain/pet-schema.ts'
 
 const codec = new CursorCodec('unit-test-cursor-secret', 'listPets')
@@ -143,5 +143,27 @@ describe('cursor codec', () => {
     expect(codec.decode(`${payload}.${tag}`, 'sold')).toStrictEqual({ lastId: 42, status: 'sold' })
     const other = new CursorCodec('unit-test-cursor-secret', 'listCategoryPets')
     expect(other.decode(`${payload}.${tag}`, 'sold')).toBeUndefined()
+  })
+
+  it('tells which listing encoded a cursor and for which scope, for the listing contract to name the copy', () => {
+    const categories = new CursorCodec('unit-test-cursor-secret', 'listCategoryPets')
+    expect(cursorIssuer(codec.encode({ lastId: 5, status: 'sold' }))).toEqual({
+      listing: 'listPets',
+      scope: undefined,
+    })
+    expect(cursorIssuer(categories.encode({ lastId: 5, status: undefined, scope: '7' }))).toEqual({
+      listing: 'listCategoryPets',
+      scope: '7',
+    })
+    const version1 = Buffer.from(JSON.stringify([1, 'sold', 42])).toString('base64url')
+    expect(cursorIssuer(`${version1}.tag`)).toEqual({ listing: 'listPets', scope: undefined })
+    for (const garbage of [
+      '',
+      '.',
+      'not a cursor',
+      `${Buffer.from('{}').toString('base64url')}.x`,
+    ]) {
+      expect(cursorIssuer(garbage)).toBeUndefined()
+    }
   })
 })

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { AUTHORIZER_ENTRY, functionEntry } from '#functions/function-entries.ts'
 import {
+  API_VERSION_PATH,
   COMMON_ERROR_STATUSES,
   errorStatusesOf,
   grantsWrite,
@@ -30,6 +31,21 @@ describe('routes config', () => {
       const entry = functionEntry(route)
       expect(entry).toBe(`functions/${route.functionName}/${route.functionName}-lambda.ts`)
       expect(readdirSync(`${repoRoot}${dirname(entry)}`)).toContain(basename(entry))
+    },
+  )
+
+  it.each(ROUTES.map((route) => [route.operationId, route] as const))(
+    "%s: has a path relative to the stage's /v1 base, with no version segment of its own",
+    (operationId, route: RouteDefinition) => {
+      const versionSegment = /\/v\d+(?=\/|$)/i
+      expect(
+        versionSegment.test(route.path),
+        `${operationId}'s path ${route.path} has a version segment: route paths are relative to the base path ${API_VERSION_PATH}, which the stage adds (its address is …${API_VERSION_PATH}${route.path}); write path: '${route.path.replace(versionSegment, '')}' in shared/config/routes-config.ts, then \`npm run openapi\``,
+      ).toBe(false)
+      expect(
+        route.path,
+        `${operationId}'s path ${route.path}: a path is '/' then segments of letters, digits and . _ ~ -, or a parameter {name}`,
+      ).toMatch(/^(\/([A-Za-z0-9._~-]+|\{[A-Za-z][A-Za-z0-9]*\}))+$/)
     },
   )
 
@@ -103,10 +119,56 @@ describe('routes config', () => {
     }
   })
 
-  it('marks only getPet as deprecated', () => {
-    const deprecated = ROUTES.filter((route) => 'deprecation' in route).map((r) => r.operationId)
-    expect(deprecated).toEqual(['getPet'])
-  })
+  // Deprecation is a decision about a released operation, never a default: an entry copied from a
+  // deprecated one (getPet's) must not carry its `deprecation` along. A deprecation's middleware
+  // answers 410 from its sunset and points at a successor (deprecation-middleware.ts), so a
+  // deprecated route declares 410 and names another, live GET route; no other route declares 410.
+  it.each(ROUTES.map((route) => [route.operationId, route] as const))(
+    '%s: is deprecated only with a deprecation of its own (410 declared, a live successor, dates in order), and declares 410 only then',
+    (operationId, route: RouteDefinition) => {
+      const problems: string[] = []
+      const declares410 = (route.errors as readonly number[]).includes(410)
+      const deprecation = route.deprecation
+      if (!deprecation) {
+        if (declares410) {
+          problems.push(
+            `${operationId} declares 410, which only a deprecation answers (after its sunset): take 410 out of its errors in shared/config/routes-config.ts`,
+          )
+        }
+        expect(problems).toEqual([])
+        return
+      }
+      const sameAs = (ROUTES as readonly RouteDefinition[])
+        .filter(
+          (other) =>
+            other !== route && JSON.stringify(other.deprecation) === JSON.stringify(deprecation),
+        )
+        .map((other) => other.operationId)
+      const takeItOut = `a new operation is never deprecated: take the \`deprecation\` out of ${operationId}'s entry in shared/config/routes-config.ts${sameAs.length > 0 ? ` (it is ${sameAs.join(' and ')}'s, word for word: a copy?)` : ''}. Only if ${operationId} really is deprecated`
+      if (!declares410) {
+        problems.push(
+          `${operationId} has a \`deprecation\` (every answer marked deprecated, 410 gone from ${deprecation.sunsetAt}) but does not declare 410: ${takeItOut}, add 410 to its errors`,
+        )
+      }
+      const successor = (ROUTES as readonly RouteDefinition[]).find(
+        (other) => other.method === 'GET' && other.path === deprecation.successorPath,
+      )
+      if (!successor || successor === route || successor.deprecation) {
+        problems.push(
+          `${operationId}'s deprecation names successorPath ${deprecation.successorPath}, which is not the path of another GET route that is not deprecated: ${takeItOut}, name the route that replaces it`,
+        )
+      }
+      const [deprecatedAt, sunsetAt] = [deprecation.deprecatedAt, deprecation.sunsetAt].map(
+        Date.parse,
+      )
+      if (!(Number(deprecatedAt) < Number(sunsetAt))) {
+        problems.push(
+          `${operationId}'s deprecation must have deprecatedAt before sunsetAt, both ISO 8601 instants (got ${deprecation.deprecatedAt}, ${deprecation.sunsetAt})`,
+        )
+      }
+      expect(problems).toEqual([])
+    },
+  )
 
   it('finds each route by its operation id', () => {
     for (const { operationId } of ROUTES) expect(routeOf(operationId).operationId).toBe(operationId)
