@@ -29,8 +29,8 @@ const CHILD_PROCESS_HANG_GUARD_MS = 90_000
  * install the client package, drive Chromium, load the key sync and the local server at scale
  * (1,000 plans, 200 concurrent creates, the usage-plan backstop's minutes of requests), or wait out
  * injected faults in real time (answers held past the SDK's timeouts, stalls, the key sync's
- * faults). They took over half of the suite's time; `npm test` leaves them out, so it answers
- * within a minute, and `npm run test:all` (what CI runs) adds them (PETSTORE_SLOW_TESTS=1).
+ * faults). They took over half of the suite's time; `npm test` leaves them out (about 85 s on an
+ * idle 2-core machine), and `npm run test:all` (what CI runs) adds them (PETSTORE_SLOW_TESTS=1).
  */
 const SLOW_FILES = [
   'test/e2e/browser.test.ts',
