@@ -9,6 +9,11 @@ import type { Operation } from './support/bench-subjects.ts'
  *
  * A budget is raised (or lowered) in the same commit as the change that moves it, with the reason
  * in the commit message; the bench prints the measured figures to copy from.
+ *
+ * Counts, bytes and modules repeat exactly. The init-instructions ratio does not quite: valgrind
+ * counts one run of each bundle and of its floor, and both move a little from run to run (the
+ * authorizer's floor read 239 M to 251 M on the same code, its ratio 1.20 to 1.26 over six runs),
+ * so a ratio's budget sits about 0.03 above the highest reading, not at the last one.
  */
 
 /** Each route's budget as its folder declares it (`bench.budget`), the authorizer's here. */
@@ -18,7 +23,7 @@ const AUTHORIZER_BUDGET: FunctionBudget = {
   builtinModules: 179,
   callsPerRequest: { GetItem: 1 },
   roundTripsPerRequest: 1,
-  initInstructionsRatio: 1.24,
+  initInstructionsRatio: 1.28,
 }
 
 /**

@@ -43,7 +43,7 @@ export const fixtures = {
       builtinModules: 179,
       callsPerRequest: { UpdateItem: 1, GetItem: 1 },
       roundTripsPerRequest: 1,
-      initInstructionsRatio: 1.23,
+      initInstructionsRatio: 1.27,
     },
   },
 } satisfies OperationFixtures<'getPet'>

@@ -60,7 +60,7 @@ export const fixtures = {
       builtinModules: 179,
       callsPerRequest: { UpdateItem: 1, Query: 1 },
       roundTripsPerRequest: 1,
-      initInstructionsRatio: 1.25,
+      initInstructionsRatio: 1.28,
     },
   },
 } satisfies OperationFixtures<'listPets'>
