@@ -1,5 +1,5 @@
 // The IAM role a stage's deploy job in GitHub Actions assumes through OIDC: deploy, then smoke.
-import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib'
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib'
 import { CfnOIDCProvider, PolicyStatement, Role, WebIdentityPrincipal } from 'aws-cdk-lib/aws-iam'
 import { Construct } from 'constructs'
 import {
@@ -11,7 +11,7 @@ import {
 import { PLAN_ENVIRONMENT } from '#shared/config/production-approval-config.ts'
 import { stackName } from '#shared/config/stack-names-config.ts'
 import type { StageName } from '#shared/config/stages-config.ts'
-import { GitHubPlanRole } from './github-plan-role-construct.ts'
+import { acknowledgeWildcards, GitHubPlanRole } from './github-plan-role-construct.ts'
 
 /** GitHub's OIDC issuer and the audience its official AWS credentials action asks for. */
 export const GITHUB_OIDC_HOST = 'token.actions.githubusercontent.com'
@@ -97,18 +97,7 @@ export class GitHubDeployRole extends Construct {
     // Each wildcard is a stack's own resources: a stack id's suffix, a CloudFormation-made name's.
     const scoped = (sid: string, action: string, resources: string[], why: string) => {
       role.addToPolicy(new PolicyStatement({ sid, actions: [action], resources }))
-      const shown = (value: string, pseudo: string) =>
-        Token.isUnresolved(value) ? `<AWS::${pseudo}>` : value
-      for (const resource of resources) {
-        const display = resource
-          .replace(partition, shown(partition, 'Partition'))
-          .replace(region, shown(region, 'Region'))
-          .replace(account, shown(account, 'AccountId'))
-        Validations.of(role).acknowledge({
-          id: `AwsSolutions-IAM5[Resource::${display}]`,
-          reason: why,
-        })
-      }
+      acknowledgeWildcards(role, resources, why)
     }
     const stackArn = (part: 'api' | 'data') =>
       `arn:${partition}:cloudformation:${region}:${account}:stack/${stackName(stage, part)}/*`

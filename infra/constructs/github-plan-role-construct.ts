@@ -7,6 +7,24 @@ import { PLAN_ENVIRONMENT } from '#shared/config/production-approval-config.ts'
 import { stackName } from '#shared/config/stack-names-config.ts'
 import type { StageName } from '#shared/config/stages-config.ts'
 
+/**
+ * cdk-nag's acknowledgement of each wildcard resource of a release role's statement, named as
+ * cdk-nag names it (the stack's partition, Region and account shown as pseudo parameters when
+ * they are tokens), with the reason the wildcard is the stage's own.
+ */
+export const acknowledgeWildcards = (role: Role, resources: string[], reason: string): void => {
+  const { partition, region, account } = Stack.of(role)
+  const shown = (value: string, pseudo: string) =>
+    Token.isUnresolved(value) ? `<AWS::${pseudo}>` : value
+  for (const resource of resources) {
+    const display = resource
+      .replace(partition, shown(partition, 'Partition'))
+      .replace(region, shown(region, 'Region'))
+      .replace(account, shown(account, 'AccountId'))
+    Validations.of(role).acknowledge({ id: `AwsSolutions-IAM5[Resource::${display}]`, reason })
+  }
+}
+
 export interface GitHubPlanRoleProps {
   stage: StageName
   release: ReleaseConfig
@@ -46,20 +64,8 @@ export class GitHubPlanRole extends Construct {
       (part) =>
         `arn:${partition}:cloudformation:${region}:${account}:stack/${stackName(stage, part)}/*`,
     )
-    const acknowledge = (resources: string[], reason: string) => {
-      const shown = (value: string, pseudo: string) =>
-        Token.isUnresolved(value) ? `<AWS::${pseudo}>` : value
-      for (const resource of resources) {
-        const display = resource
-          .replace(partition, shown(partition, 'Partition'))
-          .replace(region, shown(region, 'Region'))
-          .replace(account, shown(account, 'AccountId'))
-        Validations.of(this.role).acknowledge({
-          id: `AwsSolutions-IAM5[Resource::${display}]`,
-          reason,
-        })
-      }
-    }
+    const acknowledge = (resources: string[], reason: string) =>
+      acknowledgeWildcards(this.role, resources, reason)
     const stackWhy =
       "The stage's two stacks by name: the * is the stack id CloudFormation appends to a stack's ARN."
     this.role.addToPolicy(
