@@ -58,16 +58,27 @@ export class StoreKeyRepository extends StoreKeyReader {
     return this.#tableName
   }
 
-  /** A new key; refused (ConditionalCheckFailed) if its id exists already. */
+  /**
+   * A new key; refused (ConditionalCheckFailed) if its id exists already, unless the item there is
+   * this very one, field for field: a first attempt DynamoDB applied but answered late, which the
+   * SDK's retry meets.
+   */
   async put(item: StoreKeyItem): Promise<void> {
-    await this.#client.send(
-      new PutCommand({
-        TableName: this.#tableName,
-        Item: StoreKeyItemSchema.parse(item),
-        ConditionExpression: 'attribute_not_exists(#id)',
-        ExpressionAttributeNames: { '#id': STORE_KEY_TABLE.partitionKey },
-      }),
-    )
+    const written = StoreKeyItemSchema.parse(item)
+    try {
+      await this.#client.send(
+        new PutCommand({
+          TableName: this.#tableName,
+          Item: written,
+          ConditionExpression: 'attribute_not_exists(#id)',
+          ExpressionAttributeNames: { '#id': STORE_KEY_TABLE.partitionKey },
+        }),
+      )
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error
+      const stored = await this.get(item.keyId, { consistent: true })
+      if (JSON.stringify(stored) !== JSON.stringify(written)) throw error
+    }
   }
 
   /**

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { GetCommand } from '@aws-sdk/lib-dynamodb'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { KeyUsageRepository } from '#keys/key-usage-repository.ts'
+import { StoreKeyRepository } from '#keys/store-key-repository.ts'
 import { ensureTable } from '#local/embedded-dynamo.ts'
 import {
   createDocumentClient,
@@ -12,7 +13,9 @@ import { BlockIdAllocator } from '#shared/data/id-allocator.ts'
 import { IdempotencyRepository } from '#shared/data/idempotency-repository.ts'
 import { hashApiKey } from '#shared/data/key-mirror-item.ts'
 import { PetRepository } from '#shared/data/pet-repository.ts'
+import type { StoreKeyItem } from '#shared/data/store-key-item.ts'
 import { petTableDefinition } from '#shared/data/table-keys.ts'
+import { isConditionFailure } from '#shared/errors/datastore-errors.ts'
 import { SUSPENSION_MS, utcWindowsAt } from '#shared/rate-limit/rate-limit-windows.ts'
 import {
   AmbiguousWriteError,
@@ -28,6 +31,7 @@ import { storedPetsNamed } from '#test/support/create-pet-requests.ts'
 import { type DynamoTestEnv, startDynamoTestEnv } from '#test/support/dynamo-test-env.ts'
 import { FakeApiGateway, keyValueOf, planTags } from '#test/support/fake-api-gateway.ts'
 import { type FaultProxy, type FaultRule, startFaultProxy } from '#test/support/fault-proxy.ts'
+import { createStoreKeyTable } from '#test/support/key-mirror-table.ts'
 import { createKeySyncHarness } from '#test/support/key-sync-harness.ts'
 
 /**
@@ -387,6 +391,37 @@ describe.concurrent('conditional writes answered late', () => {
         retryAfterSeconds: SUSPENSION_MS / 1_000,
       })
       expect(numberOf((await item())[ATTRIBUTES.suspendedUntil])).toBe(NOW + SUSPENSION_MS)
+    })
+  })
+
+  describe('store keys (keys/store-key-repository.ts)', () => {
+    it('put: a new store key written with a late answer is made, not refused as an id taken', async () => {
+      const tableName = await createStoreKeyTable(env)
+      const { proxy, client, arm } = await latent({
+        operation: 'PutItem',
+        matches: (body) => keyOf(body, tableName),
+      })
+      const keys = new StoreKeyRepository({ client, tableName })
+      const item: StoreKeyItem = {
+        keyId: `s-${randomUUID().replaceAll('-', '').slice(0, 10)}`,
+        keyHash: 'a'.repeat(64),
+        name: 'late',
+        plan: 'free',
+        perMinute: 60,
+        perDay: 1_000,
+        enabled: true,
+        createdAt: '2027-03-05T10:00:00.000Z',
+        macVersion: 1,
+      }
+      arm()
+      await keys.put(item)
+      expect(proxy.matched()).toBe(2)
+      expect(await keys.get(item.keyId, { consistent: true })).toEqual(item)
+      // Another key under the same id is still refused.
+      const other = await keys
+        .put({ ...item, keyHash: 'b'.repeat(64) })
+        .catch((caught: unknown) => caught)
+      expect(isConditionFailure(other)).toBe(true)
     })
   })
 
