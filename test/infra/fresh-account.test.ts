@@ -42,9 +42,10 @@ describe('a first deploy in a fresh account', () => {
   })
 
   it('caps the authorizer alone once an account has concurrency to reserve (authorizerReservedConcurrency)', () => {
-    const api = synthesizeApp({ 'production.authorizerReservedConcurrency': '50' }).stage(
-      'production',
-    ).api
+    const api = synthesizeApp({
+      stage: 'production',
+      'production.authorizerReservedConcurrency': '50',
+    }).stage('production').api
     const reserved = resourcesOf(api, 'AWS::Lambda::Function')
       .filter(([, fn]) => propsOf(fn).ReservedConcurrentExecutions !== undefined)
       .map(([, fn]) => [

@@ -192,7 +192,10 @@ describe('bad deploys roll back by themselves in production', () => {
   })
 
   it('can be switched per stage with context', () => {
-    const synthesized = synthesizeApp({ 'production.gradualDeployment': 'false' })
+    const synthesized = synthesizeApp({
+      stage: 'production',
+      'production.gradualDeployment': 'false',
+    })
     expect(
       resourcesOf(synthesized.stage('production').api, 'AWS::CodeDeploy::DeploymentGroup'),
     ).toHaveLength(0)
@@ -241,7 +244,7 @@ describe('the WAF web ACL', () => {
       expect(propsOf(association).WebACLArn).toEqual({ 'Fn::GetAtt': [aclId, 'Arn'] })
       expect(JSON.stringify(propsOf(association).ResourceArn)).toContain('/stages/')
     }
-    const off = synthesizeApp({ 'staging.waf': 'false' }).stage('staging').api
+    const off = synthesizeApp({ stage: 'staging', 'staging.waf': 'false' }).stage('staging').api
     expect(resourcesOf(off, 'AWS::WAFv2::WebACL')).toHaveLength(0)
     // Nor the automatic block, which feeds the web ACL's block lists.
     expect(resourcesOf(off, 'AWS::WAFv2::IPSet')).toHaveLength(0)
@@ -542,6 +545,7 @@ describe('the WAF web ACL', () => {
   let exemptedStage: Template | undefined
   const exemptedTemplate = () => {
     exemptedStage ??= synthesizeApp({
+      stage: 'staging',
       'staging.wafExemptAddresses': '203.0.113.0/28, 192.0.2.10',
     }).stage('staging').api
     return exemptedStage
@@ -676,7 +680,10 @@ describe('the WAF web ACL', () => {
   })
 
   it('follows largestPlanPerMinute within the ceiling, and refuses the old per-address setting by name', () => {
-    const raised = synthesizeApp({ 'production.largestPlanPerMinute': '50000' })
+    const raised = synthesizeApp({
+      stage: 'production',
+      'production.largestPlanPerMinute': '50000',
+    })
     expect(outputOf(raised.stage('production').api, 'LargestPlanPerMinute')).toBe('50000')
     const perKey = rulesOf(webAclOf(raised.stage('production').api).acl).find(
       (rule) => rule.Name === 'RatePerKey',
@@ -687,6 +694,7 @@ describe('the WAF web ACL', () => {
     )
     // A larger throttle makes room: 10,000/s gives 300,000 a minute per address, 100,000 a plan.
     const bigger = synthesizeApp({
+      stage: 'production',
       'production.throttleRateLimit': '10000',
       'production.largestPlanPerMinute': '100000',
     })

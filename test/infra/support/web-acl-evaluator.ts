@@ -9,7 +9,8 @@ import type { CfnResource } from './synth-app.ts'
  * WAF itself checks the counts about every 10 seconds and "does not guarantee an exact limit
  * match" (rate-based rule high-level settings, AWS WAF Developer Guide): this is the rule as
  * written, the bound the stage is designed to. Only the statements the stage's web ACL uses are
- * modelled; any other fails the test that meets it.
+ * modelled; any other fails the test that meets it. Each statement is read once, into a function
+ * of the request: a flood test evaluates hundreds of thousands of requests against one web ACL.
  */
 export interface WafRequest {
   /** Seconds since the start of the stream. */
@@ -35,24 +36,31 @@ interface Rule {
 }
 type Resources = Record<string, CfnResource>
 
-/** WAF's text transformations the stage uses ("Text transformations", AWS WAF Developer Guide). */
-export const transform = (value: string, transformations: { Type: string }[]): string =>
-  [...transformations]
-    .sort(
-      (a, b) =>
-        ((a as { Priority?: number }).Priority ?? 0) - ((b as { Priority?: number }).Priority ?? 0),
-    )
-    .reduce((text, { Type }) => {
-      if (Type === 'NONE') return text
-      if (Type === 'LOWERCASE') return text.toLowerCase()
+type Transformation = { Type: string; Priority?: number }
+
+/** WAF's text transformations the stage uses, in priority order, as one function of the text. */
+const compileTransform = (transformations: Transformation[]): ((text: string) => string) => {
+  const steps = [...transformations]
+    .sort((a, b) => (a.Priority ?? 0) - (b.Priority ?? 0))
+    .map(({ Type }): ((text: string) => string) => {
+      if (Type === 'NONE') return (text) => text
+      if (Type === 'LOWERCASE') return (text) => text.toLowerCase()
       // \f \t \n \r \v and the non-breaking space become spaces; runs of spaces become one.
       if (Type === 'COMPRESS_WHITE_SPACE')
-        return text.replace(/[\f\t\n\r\v\u00a0]/g, ' ').replace(/ {2,}/g, ' ')
-      throw new Error(`text transformation ${Type} is not modelled here`)
-    }, value)
+        return (text) => text.replace(/[\f\t\n\r\v\u00a0]/g, ' ').replace(/ {2,}/g, ' ')
+      return () => {
+        throw new Error(`text transformation ${Type} is not modelled here`)
+      }
+    })
+  return (text) => steps.reduce((value, step) => step(value), text)
+}
+
+/** WAF's text transformations the stage uses ("Text transformations", AWS WAF Developer Guide). */
+export const transform = (value: string, transformations: Transformation[]): string =>
+  compileTransform(transformations)(value)
 
 /** An address as a number and its width in bits: IPv4 (32) or IPv6 (128, `::` shortening read). */
-const addressBits = (address: string): { value: bigint; bits: 32 | 128 } | undefined => {
+const parseAddress = (address: string): { value: bigint; bits: 32 | 128 } | undefined => {
   if (/^\d{1,3}(\.\d{1,3}){3}$/.test(address)) {
     return {
       value: address.split('.').reduce((sum, part) => sum * 256n + BigInt(part), 0n),
@@ -72,6 +80,13 @@ const addressBits = (address: string): { value: bigint; bits: 32 | 128 } | undef
   return { value: all.reduce((sum, group) => sum * 65536n + BigInt(`0x${group}`), 0n), bits: 128 }
 }
 
+/** Addresses read once each: a flood sends from a few addresses many times. */
+const parsedAddresses = new Map<string, ReturnType<typeof parseAddress>>()
+const addressBits = (address: string): ReturnType<typeof parseAddress> => {
+  if (!parsedAddresses.has(address)) parsedAddresses.set(address, parseAddress(address))
+  return parsedAddresses.get(address)
+}
+
 const ipSetAddresses = (resources: Resources, arn: unknown): string[] => {
   const id = (arn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]
   return (resources[id]?.Properties?.Addresses as string[] | undefined) ?? []
@@ -87,11 +102,66 @@ export const inCidr = (ip: string, cidr: string): boolean => {
   return address.value >> shift === network.value >> shift
 }
 
-const fieldValue = (field: Record<string, unknown>, request: WafRequest): string | undefined => {
-  if ('Method' in field) return request.method
+/** A field's value in a request; a field not modelled fails the request that reads it. */
+const compileField = (
+  field: Record<string, unknown>,
+): ((request: WafRequest) => string | undefined) => {
+  if ('Method' in field) return (request) => request.method
   const header = field.SingleHeader as { Name: string } | undefined
-  if (header?.Name === 'authorization') return request.authorization
-  throw new Error(`field ${JSON.stringify(field)} is not modelled here`)
+  if (header?.Name === 'authorization') return (request) => request.authorization
+  return () => {
+    throw new Error(`field ${JSON.stringify(field)} is not modelled here`)
+  }
+}
+
+type Matcher = (request: WafRequest) => boolean
+
+/** A (non rate-based) statement as a function of the request. */
+const compileStatement = (statement: Statement, resources: Resources): Matcher => {
+  const [[type, body]] = Object.entries(statement) as [[string, Record<string, unknown>]]
+  if (type === 'AndStatement') {
+    const inner = (body.Statements as Statement[]).map((one) => compileStatement(one, resources))
+    return (request) => inner.every((matches) => matches(request))
+  }
+  if (type === 'OrStatement') {
+    const inner = (body.Statements as Statement[]).map((one) => compileStatement(one, resources))
+    return (request) => inner.some((matches) => matches(request))
+  }
+  if (type === 'NotStatement') {
+    const inner = compileStatement(body.Statement as Statement, resources)
+    return (request) => !inner(request)
+  }
+  if (type === 'IPSetReferenceStatement') {
+    // Read at each request: a test may change a set's addresses between requests, as the
+    // automatic block's UpdateIPSet does.
+    return (request) => ipSetAddresses(resources, body.Arn).some((cidr) => inCidr(request.ip, cidr))
+  }
+  const field = body.FieldToMatch as Record<string, unknown>
+  if (type === 'SizeConstraintStatement' && 'Body' in field) {
+    return (request) => (request.bodyBytes ?? 0) > (body.Size as number)
+  }
+  const fieldOf = compileField(field)
+  const transformed = compileTransform(body.TextTransformations as Transformation[])
+  const test = ((): ((value: string) => boolean) | undefined => {
+    if (type === 'ByteMatchStatement') {
+      const search = body.SearchString as string
+      if (body.PositionalConstraint === 'STARTS_WITH') return (value) => value.startsWith(search)
+      if (body.PositionalConstraint === 'EXACTLY') return (value) => value === search
+    }
+    if (type === 'SizeConstraintStatement') {
+      const size = body.Size as number
+      if (body.ComparisonOperator === 'GE') return (value) => value.length >= size
+      if (body.ComparisonOperator === 'LE') return (value) => value.length <= size
+    }
+    return undefined
+  })()
+  return (request) => {
+    const raw = fieldOf(request)
+    if (raw === undefined) return false
+    const value = transformed(raw)
+    if (!test) throw new Error(`statement ${type} ${JSON.stringify(body)} is not modelled here`)
+    return test(value)
+  }
 }
 
 /** Whether a (non rate-based) statement matches a request. */
@@ -99,98 +169,66 @@ export const statementMatches = (
   statement: Statement,
   request: WafRequest,
   resources: Resources = {},
-): boolean => {
-  const [[type, body]] = Object.entries(statement) as [[string, Record<string, unknown>]]
-  if (type === 'AndStatement') {
-    return (body.Statements as Statement[]).every((inner) =>
-      statementMatches(inner, request, resources),
-    )
-  }
-  if (type === 'OrStatement') {
-    return (body.Statements as Statement[]).some((inner) =>
-      statementMatches(inner, request, resources),
-    )
-  }
-  if (type === 'NotStatement')
-    return !statementMatches(body.Statement as Statement, request, resources)
-  if (type === 'IPSetReferenceStatement') {
-    return ipSetAddresses(resources, body.Arn).some((cidr) => inCidr(request.ip, cidr))
-  }
-  const field = body.FieldToMatch as Record<string, unknown>
-  if (type === 'SizeConstraintStatement' && 'Body' in field) {
-    return (request.bodyBytes ?? 0) > (body.Size as number)
-  }
-  const raw = fieldValue(field, request)
-  if (raw === undefined) return false
-  const value = transform(raw, body.TextTransformations as { Type: string }[])
-  if (type === 'ByteMatchStatement') {
-    const search = body.SearchString as string
-    if (body.PositionalConstraint === 'STARTS_WITH') return value.startsWith(search)
-    if (body.PositionalConstraint === 'EXACTLY') return value === search
-  }
-  if (type === 'SizeConstraintStatement') {
-    const size = body.Size as number
-    if (body.ComparisonOperator === 'GE') return value.length >= size
-    if (body.ComparisonOperator === 'LE') return value.length <= size
-  }
-  throw new Error(`statement ${type} ${JSON.stringify(body)} is not modelled here`)
-}
+): boolean => compileStatement(statement, resources)(request)
 
 /** The aggregation instance a rate-based rule counts a request in (undefined: not counted). */
-const instanceOf = (rate: Record<string, unknown>, request: WafRequest): string | undefined => {
-  if (rate.AggregateKeyType === 'IP') return request.ip
+const compileInstance = (
+  rate: Record<string, unknown>,
+): ((request: WafRequest) => string | undefined) => {
+  if (rate.AggregateKeyType === 'IP') return (request) => request.ip
   if (rate.AggregateKeyType === 'CUSTOM_KEYS') {
-    const keys = rate.CustomKeys as {
-      Header?: { Name: string; TextTransformations: { Type: string }[] }
-    }[]
-    const parts = keys.map((key) => {
+    const keys = (
+      rate.CustomKeys as { Header?: { Name: string; TextTransformations: Transformation[] } }[]
+    ).map((key) => {
       if (!key.Header) throw new Error(`custom key ${JSON.stringify(key)} is not modelled here`)
-      const value = fieldValue({ SingleHeader: { Name: key.Header.Name } }, request)
-      return value === undefined ? undefined : transform(value, key.Header.TextTransformations)
+      const fieldOf = compileField({ SingleHeader: { Name: key.Header.Name } })
+      const transformed = compileTransform(key.Header.TextTransformations)
+      return (request: WafRequest) => {
+        const value = fieldOf(request)
+        return value === undefined ? undefined : transformed(value)
+      }
     })
-    return parts.some((part) => part === undefined) ? undefined : JSON.stringify(parts)
+    return (request) => {
+      const parts = keys.map((part) => part(request))
+      return parts.some((part) => part === undefined) ? undefined : JSON.stringify(parts)
+    }
   }
   throw new Error(`aggregation ${String(rate.AggregateKeyType)} is not modelled here`)
 }
 
+/** One rule as a function of the request: whether it blocks it, counting it where it counts. */
+const compileRule = (rule: Rule, resources: Resources): Matcher => {
+  const rate = rule.Statement.RateBasedStatement
+  if (!rate) return compileStatement(rule.Statement, resources)
+  const scopeDown = rate.ScopeDownStatement as Statement | undefined
+  const inScope = scopeDown === undefined ? () => true : compileStatement(scopeDown, resources)
+  const instanceOf = compileInstance(rate)
+  const windowSeconds = rate.EvaluationWindowSec as number
+  const limit = rate.Limit as number
+  /** Per instance: the times counted, oldest first, and where the window starts in them. */
+  const counts = new Map<string, { times: number[]; start: number }>()
+  return (request) => {
+    const instance = inScope(request) ? instanceOf(request) : undefined
+    if (instance === undefined) return false
+    let count = counts.get(instance)
+    if (!count) {
+      count = { times: [], start: 0 }
+      counts.set(instance, count)
+    }
+    count.times.push(request.at)
+    while ((count.times[count.start] as number) <= request.at - windowSeconds) count.start += 1
+    return count.times.length - count.start > limit
+  }
+}
+
 /** A web ACL's evaluator, holding its rate-based counts across the requests it is given. */
 export const webAclEvaluator = (acl: CfnResource, resources: Resources) => {
-  const rules = [...((acl.Properties?.Rules as Rule[]) ?? [])].sort(
-    (a, b) => a.Priority - b.Priority,
-  )
-  /** Per rule and instance: the times counted, oldest first. */
-  const counts = new Map<string, number[]>()
-  const starts = new Map<string, number>()
-  const countWithin = (id: string, at: number, windowSeconds: number): number => {
-    const times = counts.get(id) ?? []
-    counts.set(id, times)
-    times.push(at)
-    let start = starts.get(id) ?? 0
-    while ((times[start] as number) <= at - windowSeconds) start += 1
-    starts.set(id, start)
-    return times.length - start
-  }
+  const rules = [...((acl.Properties?.Rules as Rule[]) ?? [])]
+    .sort((a, b) => a.Priority - b.Priority)
+    .map((rule) => ({ rule, matches: compileRule(rule, resources) }))
   return (request: WafRequest): WafVerdict => {
-    for (const rule of rules) {
-      const rate = rule.Statement.RateBasedStatement
-      let matched: boolean
-      if (rate) {
-        const scopeDown = rate.ScopeDownStatement as Statement | undefined
-        const instance =
-          scopeDown === undefined || statementMatches(scopeDown, request, resources)
-            ? instanceOf(rate, request)
-            : undefined
-        matched =
-          instance !== undefined &&
-          countWithin(
-            `${rule.Name}\u0000${instance}`,
-            request.at,
-            rate.EvaluationWindowSec as number,
-          ) > (rate.Limit as number)
-      } else {
-        matched = statementMatches(rule.Statement, request, resources)
-      }
-      if (matched && rule.Action.Block) {
+    for (const { rule, matches } of rules) {
+      if (matches(request) && rule.Action.Block) {
         return {
           blockedBy: rule.Name,
           status: rule.Action.Block.CustomResponse?.ResponseCode ?? 403,
