@@ -44,13 +44,22 @@ const SLOW_FILES = [
   'test/e2e/local-server.test.ts',
   'test/e2e/smoke-test.test.ts',
   'test/integration/conditional-writes-late-answers.test.ts',
+  'test/integration/authorizer-load-simulation.test.ts',
   'test/integration/datastore-faults.test.ts',
+  'test/integration/key-propagation-latency.test.ts',
   'test/integration/key-sync-at-scale.test.ts',
   'test/integration/key-sync-faults.test.ts',
   'test/unit/release-tag.test.ts',
   'test/unit/rollback-docs.test.ts',
 ]
 const slowTests = process.env.PETSTORE_SLOW_TESTS === '1'
+
+/**
+ * Infra files that `npm test` leaves out and `npm run test:all` runs in the infra project (they read
+ * its one synthesis): AWS's CloudFormation linter, a Python process that took 13 s of a 2-core
+ * machine's CPU on every run (CI requires it: PETSTORE_REQUIRE_CFN_LINT=1).
+ */
+const SLOW_INFRA_FILES = ['test/infra/cfn-lint.test.ts']
 
 /** The order the projects run in: the infra files last, as they wait for the app's synthesis. */
 const PROJECT_ORDER = ['slow', 'e2e', 'bundles', 'integration', 'unit', 'infra', 'moto']
@@ -82,11 +91,18 @@ export default defineConfig({
   test: {
     environment: 'node',
     env,
-    // Vitest leaves one core free by default: a single worker on these 2-core machines. Much of
-    // the suite waits on I/O (HTTP, timers, dynalite), so one worker more than the cores keeps
-    // them busy (measured on an idle 2-core machine, npm test's files: 2 workers 102.8 s, 3
-    // workers 80.5 s, 4 workers 85.8 s).
-    maxWorkers: availableParallelism() + 1,
+    // Vitest leaves one core free by default: a single worker on these 2-core machines. One worker
+    // per core: a third imported every module graph and warmed the CDK once more for about a
+    // fifth more CPU (measured on an idle 2-core machine, npm test's files: 2 workers 66.7 s and
+    // 107 s of CPU, 3 workers 72.1 s and 136 s); lint and type-check fill what the two leave idle
+    // (test/support/test-steps.ts).
+    maxWorkers: availableParallelism(),
+    // Worker threads, not processes, for the in-process layers: a thread asks the main process for
+    // its modules over a MessagePort rather than a child process's IPC channel (measured on an
+    // idle 2-core machine, npm test's files with 2 workers: threads 56.3 s and 88 s of CPU, forks
+    // 65.1 s and 105 s). Each thread has its module graph, its process.env and its dynalite; the
+    // files whose subject is processes and signals keep a process each (`slow`, `bundles`, `moto`).
+    pool: 'threads',
     sequence: { sequencer: ProjectThenLongestSequencer },
     projects: [
       {
@@ -136,6 +152,7 @@ export default defineConfig({
               test: {
                 name: 'slow',
                 include: SLOW_FILES,
+                pool: 'forks',
                 isolate: false,
                 testTimeout: INTEGRATION_HANG_GUARD_MS,
                 hookTimeout: 120_000,
@@ -148,6 +165,7 @@ export default defineConfig({
         test: {
           name: 'infra',
           include: ['test/infra/**/*.test.ts'],
+          exclude: slowTests ? [] : SLOW_INFRA_FILES,
           // Synthesizes and bundles the app once (infra/app.ts); every infra test file reads it.
           globalSetup: ['test/infra/support/app-synthesis-setup.ts'],
           // The files share no mutable state: one module graph per worker imports aws-cdk-lib once.
@@ -166,6 +184,7 @@ export default defineConfig({
               test: {
                 name: 'bundles',
                 include: ['test/e2e/**/*.test.ts'],
+                pool: 'forks',
                 exclude: SOURCES_ONLY_E2E,
                 isolate: false,
                 testTimeout: CHILD_PROCESS_HANG_GUARD_MS,
@@ -183,6 +202,7 @@ export default defineConfig({
               test: {
                 name: 'moto',
                 include: ['test/moto/**/*.test.ts'],
+                pool: 'forks',
                 testTimeout: 120_000,
                 hookTimeout: 300_000,
               },

@@ -41,7 +41,11 @@ const savedCredentials = Object.fromEntries(
   Object.keys(HOST_CREDENTIALS).map((name) => [name, process.env[name]]),
 )
 
-/** The environment of every function process this process started (Linux: /proc). */
+/**
+ * The environment of every function process this process started from the assembly's bundles
+ * (Linux: /proc). By their code directory too: test files in other worker threads of this process
+ * may run function processes of their own.
+ */
 const functionEnvironments = (): Record<string, string>[] =>
   readdirSync('/proc')
     .filter((pid) => /^\d+$/.test(pid))
@@ -50,7 +54,13 @@ const functionEnvironments = (): Record<string, string>[] =>
         const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
         const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
         const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
-        if (parent !== process.pid || !command.includes('lambda-runtime-child.mjs')) return []
+        if (
+          parent !== process.pid ||
+          !command.includes('lambda-runtime-child.mjs') ||
+          !command.includes(appAssemblyDir())
+        ) {
+          return []
+        }
         const variables = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
         return [Object.fromEntries(variables.filter(Boolean).map((v) => v.split(/=(.*)/s, 2)))]
       } catch {

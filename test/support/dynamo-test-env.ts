@@ -9,7 +9,7 @@ import {
 } from '#shared/data/table-keys.ts'
 
 /**
- * One dynalite per worker process, shared by the test files it runs (the integration project
+ * One dynalite per worker thread, shared by the test files it runs (the integration project
  * shares one module graph per worker): tables are unique per file, so files never meet. It ends
  * with the worker.
  */

@@ -1,3 +1,4 @@
+import { threadId } from 'node:worker_threads'
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { GetCommand } from '@aws-sdk/lib-dynamodb'
 import type { Context } from 'aws-lambda'
@@ -120,7 +121,7 @@ export const simulatedKeySync = async (
     return answer
   }) as typeof gateway.client.send
   tables += 1
-  const tableName = `simulated-key-mirror-${process.pid}-${tables}`
+  const tableName = `simulated-key-mirror-${process.pid}-${threadId}-${tables}`
   await ensureTable(dynamo.client, keyMirrorTableDefinition(tableName))
   const mirror = new KeyMirrorWriter({ client: dynamo.documentClient, tableName })
   const state = new KeySyncStateRepository({ client: dynamo.documentClient, tableName })
