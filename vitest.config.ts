@@ -26,11 +26,12 @@ const CHILD_PROCESS_HANG_GUARD_MS = 90_000
 /**
  * The `slow` project: files that run the project as child processes (`npm start`, the keys and
  * smoke CLIs as a user runs them; git for the release tag and the rollback's lines), pack and
- * install the client package, drive Chromium, load the key sync and the local server at scale
- * (1,000 plans, 200 concurrent creates, the usage-plan backstop's minutes of requests), or wait out
- * injected faults in real time (answers held past the SDK's timeouts, stalls, the key sync's
- * faults). They took over half of the suite's time; `npm test` leaves them out (about 85 s on an
- * idle 2-core machine), and `npm run test:all` (what CI runs) adds them (PETSTORE_SLOW_TESTS=1).
+ * install the client package, drive Chromium, load the key sync, the authorizer and the local
+ * server at scale (1,000 plans, a 1,000-call spike on cold authorizers, 200 concurrent creates, the
+ * usage-plan backstop's minutes of requests), model minutes of key changes reaching callers, or
+ * wait out injected faults in real time (answers held past the SDK's timeouts, stalls, the key
+ * sync's faults). They took over half of the suite's time; `npm test` leaves them out, and
+ * `npm run test:all` (what CI runs) adds them (PETSTORE_SLOW_TESTS=1).
  */
 const SLOW_FILES = [
   'test/e2e/browser.test.ts',
@@ -48,6 +49,7 @@ const SLOW_FILES = [
   'test/integration/datastore-faults.test.ts',
   'test/integration/key-propagation-latency.test.ts',
   'test/integration/key-sync-at-scale.test.ts',
+  'test/integration/rate-limiter-ambiguous-writes.test.ts',
   'test/integration/key-sync-faults.test.ts',
   'test/unit/release-tag.test.ts',
   'test/unit/rollback-docs.test.ts',
@@ -92,16 +94,15 @@ export default defineConfig({
     environment: 'node',
     env,
     // Vitest leaves one core free by default: a single worker on these 2-core machines. One worker
-    // per core: a third imported every module graph and warmed the CDK once more for about a
-    // fifth more CPU (measured on an idle 2-core machine, npm test's files: 2 workers 66.7 s and
-    // 107 s of CPU, 3 workers 72.1 s and 136 s); lint and type-check fill what the two leave idle
-    // (test/support/test-steps.ts).
+    // per core, each a thread, not a process, for the in-process layers: a thread asks the main
+    // process for its modules over a MessagePort rather than a child process's IPC channel
+    // (measured on an idle 2-core machine, npm test's files with 2 workers: threads 56.3 s and
+    // 88 s of CPU, processes 65.1 s and 105 s; 3 workers took more CPU and were no faster, as
+    // processes 72.1 s and 136 s). Lint and type-check run beside the tests at a lower priority
+    // and take what the two leave idle (test/support/test-steps.ts). Each thread has its module
+    // graph, its process.env and its dynalite; the files whose subject is processes and signals
+    // keep a process each (`slow`, `bundles`, `moto`).
     maxWorkers: availableParallelism(),
-    // Worker threads, not processes, for the in-process layers: a thread asks the main process for
-    // its modules over a MessagePort rather than a child process's IPC channel (measured on an
-    // idle 2-core machine, npm test's files with 2 workers: threads 56.3 s and 88 s of CPU, forks
-    // 65.1 s and 105 s). Each thread has its module graph, its process.env and its dynalite; the
-    // files whose subject is processes and signals keep a process each (`slow`, `bundles`, `moto`).
     pool: 'threads',
     sequence: { sequencer: ProjectThenLongestSequencer },
     projects: [

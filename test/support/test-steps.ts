@@ -5,12 +5,12 @@ import { setPriority } from 'node:os'
  * `npm test`: lint, type-check and vitest (with any arguments given) side by side. Every step
  * runs even when another failed: a tsc or knip error often only echoes a mistake whose fix a
  * test names (a stale OpenAPI document: "run npm run openapi"; a client method left out), so
- * stopping at the first failure would hide the message that says what to do. Lint and type-check
- * share nothing and each keeps one core busy, so they run at once (on a 2-core machine about 4 s
- * less than one after the other); their output is printed whole, lint's first. A step stopped by a
- * signal (Ctrl-C) stops the run. The last line says which steps failed, each step's time and the
- * whole run's, so a developer sees how long the answer took (README, Tests); the exit code is the
- * first failed step's.
+ * stopping at the first failure would hide the message that says what to do. The three share
+ * nothing, so they run at once, the checks at a lower priority (they take the CPU the tests leave
+ * idle); the checks' output is printed whole after the tests', lint's first. Ctrl-C stops all
+ * three. The last line says which steps failed, each step's time and the whole run's, so a
+ * developer sees how long the answer took (README, Tests); the exit code is the first failed
+ * step's.
  */
 interface StepResult {
   name: string
