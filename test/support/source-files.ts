@@ -46,8 +46,13 @@ export const sourceFiles = (): SourceFile[] =>
       }),
   )
 
+/** Each file's specifiers, found once: the layout rules ask for them once per file and path. */
+const specifiersByFile = new WeakMap<ts.SourceFile, string[]>()
+
 /** The module specifiers a file names: imports, re-exports and dynamic imports of a literal. */
 const specifiers = (ast: ts.SourceFile): string[] => {
+  const kept = specifiersByFile.get(ast)
+  if (kept) return kept
   const found: string[] = []
   const visit = (node: ts.Node) => {
     if (
@@ -67,6 +72,7 @@ const specifiers = (ast: ts.SourceFile): string[] => {
     ts.forEachChild(node, visit)
   }
   visit(ast)
+  specifiersByFile.set(ast, found)
   return found
 }
 
